@@ -1,0 +1,380 @@
+"""`Fabric`: the library API services call."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import psycopg
+import redis
+from psycopg.types.json import Jsonb
+
+from . import db, embedded
+from . import queue as fq
+from .config import Settings
+from .embed import Embedder, make_embedder
+from .errors import (
+    DimensionMismatch, FabricError, NotFound, PlacementParked, PlacementTimeout, QueueError, ValidationError,
+)
+from .read.search import vector_search
+from .sql import q
+from .types import (
+    DecisionRecord, Memory, Placement, WriteReceipt, WriteRequest, as_uuid, aware, check_org, utcnow,
+)
+from .write import retract as retract_mod
+
+log = logging.getLogger(__name__)
+
+
+class Fabric:
+    """A connection to a fabric store. Create with `Fabric.connect()`; close with `close()` or `with`."""
+
+    def __init__(self, settings: Settings, *, database_url: str, redis_url: str, db_embedded: bool,
+                 redis_embedded: bool):
+        self.settings = settings
+        self.database_url = database_url
+        self.redis_url = redis_url
+        self.db_embedded = db_embedded
+        self.redis_embedded = redis_embedded
+        self.pool = db.make_pool(database_url, min_size=settings.pool_min_size, max_size=settings.pool_max_size)
+        self.redis = fq.connect(redis_url)
+        self.queue = fq.make_queue(self.redis, settings.queue_name)
+        self._embedder: Embedder | None = None
+        self._worker: subprocess.Popen | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @classmethod
+    def connect(cls, database_url: str | None = None, redis_url: str | None = None, **settings: Any) -> "Fabric":
+        """Connect (starting the embedded PostgreSQL / Redis where no URL is given) and migrate.
+
+        Settings not given here come from the environment (see `fabric.config.Settings`)."""
+        auto_migrate = bool(settings.pop("auto_migrate", True))
+        s = Settings.from_env(database_url=database_url, redis_url=redis_url, **settings)
+        db_url, rd_url, db_emb, rd_emb = embedded.resolve(s.database_url, s.redis_url, s.data_dir)
+        if auto_migrate:
+            db.migrate(db_url, embedding_dim=s.embedding_dim)
+        fab = cls(s, database_url=db_url, redis_url=rd_url, db_embedded=db_emb, redis_embedded=rd_emb)
+        try:
+            fab._check_dimension()
+            run_worker = s.run_worker if s.run_worker is not None else rd_emb
+            if run_worker:
+                fab.start_worker()
+        except BaseException:
+            fab.close()
+            raise
+        return fab
+
+    def _check_dimension(self) -> None:
+        with self.pool.connection() as conn:
+            dim = db.embedding_dim_of(conn)
+        if dim is not None and dim != self.settings.embedding_dim:
+            raise DimensionMismatch(
+                f"the database's fabric.memories.embedding is vector({dim}) but FABRIC_EMBEDDING_DIM is "
+                f"{self.settings.embedding_dim}")
+
+    def __enter__(self) -> "Fabric":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.stop_worker()
+        self.pool.close()
+        self.redis.close()
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = make_embedder(self.settings)
+        return self._embedder
+
+    @contextmanager
+    def _conn(self, org: str | None = None) -> Iterator[psycopg.Connection]:
+        """A pooled connection in a transaction, with the tenant set for row-level security."""
+        with self.pool.connection() as conn:
+            if org is not None:
+                conn.execute("SELECT set_config('fabric.org', %s, true)", (org,))
+            yield conn
+
+    # ------------------------------------------------------------------ the local worker
+
+    def start_worker(self) -> None:
+        """Run a placement worker subprocess for this Fabric (the embedded default does this)."""
+        if self._worker is not None and self._worker.poll() is None:
+            return
+        env = dict(os.environ)
+        env.update(DATABASE_URL=self.database_url, REDIS_URL=self.redis_url)
+        for name, value in self.settings.model_dump(exclude={"database_url", "redis_url"}, exclude_unset=True).items():
+            env[f"FABRIC_{name.upper()}"] = value if isinstance(value, str) else json.dumps(
+                sorted(value) if isinstance(value, set) else value, default=str)
+        cmd = [sys.executable, "-m", "workers.run", "--parent-pid", str(os.getpid())]
+        self._worker = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
+        atexit.register(self.stop_worker)
+
+    def stop_worker(self) -> None:
+        proc, self._worker = self._worker, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+    # ------------------------------------------------------------------ writes
+
+    def write(self, content: str, *, org: str = "default", subject: str | None = None,
+              relation: str | None = None, value: str | None = None, valid_from: datetime | None = None,
+              valid_to: datetime | None = None, source: str | None = None, kind: str | None = None,
+              durability: str | None = None, metadata: Mapping[str, Any] | None = None) -> WriteReceipt:
+        """Accept a write durably and queue its placement. Returns at once."""
+        req = self._request(dict(content=content, org=org, subject=subject, relation=relation, value=value,
+                                 valid_from=valid_from, valid_to=valid_to, source=source, kind=kind,
+                                 durability=durability, metadata=metadata))
+        return self._accept([req])[0]
+
+    def write_many(self, items: Iterable[Mapping[str, Any] | WriteRequest]) -> list[WriteReceipt]:
+        """Accept many writes in one transaction and queue them in batched jobs.
+
+        Every item is validated first; one bad item refuses the batch, naming it (`items[3].content: ...`)."""
+        reqs = []
+        for i, item in enumerate(items):
+            try:
+                reqs.append(item if isinstance(item, WriteRequest) else self._request(dict(item)))
+            except ValidationError as exc:
+                raise ValidationError(f"items[{i}].{exc.field}", str(exc).split(": ", 1)[1]) from exc
+        return self._accept(reqs) if reqs else []
+
+    def _request(self, fields: dict[str, Any]) -> WriteRequest:
+        from .policy import check_write
+
+        content = fields.pop("content", None)
+        req = WriteRequest.build(content, max_chars=self.settings.max_content_chars,
+                                 **{k: v for k, v in fields.items() if v is not None})
+        check_write(req, self.settings)
+        return req
+
+    def _accept(self, reqs: Sequence[WriteRequest]) -> list[WriteReceipt]:
+        batch = self.settings.embed_batch_size
+        rows, jobs = [], []
+        for start in range(0, len(reqs), batch):
+            chunk = reqs[start:start + batch]
+            by_org: dict[str, list[str]] = {}
+            job_ids: dict[str, str] = {}
+            for r in chunk:
+                wid = uuid.uuid4()
+                job_id = job_ids.setdefault(r.org, fq.new_job_id())
+                by_org.setdefault(r.org, []).append(str(wid))
+                rows.append((wid, r, job_id))
+            jobs.extend((job_ids[o], o, ids) for o, ids in by_org.items())
+        orgs = sorted({r.org for r in reqs})
+        with self.pool.connection() as conn:
+            with conn.cursor() as cur:
+                cur.executemany(q("ensure_org"), [{"org": o} for o in orgs])
+                cur.executemany(q("insert_write"), [_write_params(wid, r, job_id) for wid, r, job_id in rows])
+        enqueued = True
+        try:
+            fq.enqueue_jobs(self.queue, jobs, timeout=self.settings.job_timeout, retries=self.settings.job_retries)
+        except QueueError as exc:
+            # Accepted anyway: Postgres holds the write; the reconciler queues it when Redis is back.
+            enqueued = False
+            log.warning("write accepted but not queued", extra={"action": "enqueue_failed", "error": str(exc)})
+        return [WriteReceipt(id=wid, org=r.org, enqueued=enqueued) for wid, r, _ in rows]
+
+    def wait(self, receipt_or_id: WriteReceipt | uuid.UUID | str, timeout: float = 30.0, *,
+             org: str | None = None) -> Placement:
+        """Block until the write is placed; return where it went."""
+        if isinstance(receipt_or_id, WriteReceipt):
+            wid, org = receipt_or_id.id, receipt_or_id.org
+        else:
+            wid, org = as_uuid("write_id", receipt_or_id), org or "default"
+        deadline = time.monotonic() + timeout
+        delay = 0.005
+        while True:
+            with self._conn(org) as conn:
+                row = conn.execute(q("write_status"), {"org": org, "id": wid}).fetchone()
+            if row is None:
+                raise NotFound("write", wid, org)
+            if row["status"] == "parked":
+                raise PlacementParked(wid, row["error"])
+            if row["status"] != "pending":
+                return Placement(write_id=wid, org=org, decision=row["decision"], memory_id=row["memory_id"],
+                                 target_id=row["target_id"], decision_id=row["decision_id"],
+                                 reason=row["reason"], confidence=row["confidence"], validator=row["validator"])
+            if time.monotonic() >= deadline:
+                raise PlacementTimeout(f"write {wid} still pending after {timeout}s; {self._worker_report()}")
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.2)
+
+    def drain(self, org: str | None = "default", timeout: float = 60.0) -> int:
+        """Block until nothing of `org` (None: of any org) is pending. Returns how many were parked meanwhile."""
+        deadline = time.monotonic() + timeout
+        delay = 0.01
+        while True:
+            with self._conn() as conn:
+                n = conn.execute(q("pending_count"), {"org": org}).fetchone()["n"]
+            if n == 0:
+                return 0
+            if time.monotonic() >= deadline:
+                raise PlacementTimeout(f"{n} write(s) of {org or 'all orgs'} still pending after {timeout}s; "
+                                       f"{self._worker_report()}")
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.25)
+
+    def _worker_report(self) -> str:
+        workers = fq.listening_workers(self.queue)
+        if not workers:
+            try:
+                depth = len(self.queue)
+            except (redis.ConnectionError, OSError):
+                return "Redis is unreachable, so no worker can place it; it is kept in Postgres until then"
+            return (f"no worker is listening on queue {self.queue.name!r} ({depth} job(s) queued): "
+                    f"start one with `fabric worker`")
+        return f"{len(workers)} worker(s) listening on queue {self.queue.name!r}; they may be busy"
+
+    def reconcile(self, *, grace: float | None = None, limit: int = 10000) -> int:
+        """Queue again every pending write whose job is lost. Returns how many writes were queued."""
+        from workers.reconcile import reconcile
+
+        return reconcile(self.pool, self.redis, self.queue, self.settings,
+                         grace=self.settings.reconcile_grace if grace is None else grace, limit=limit)
+
+    # ------------------------------------------------------------------ reads
+
+    def search(self, query: str, *, org: str = "default", k: int = 10, valid_at: datetime | None = None,
+               known_at: datetime | None = None, include_superseded: bool = False) -> list[Memory]:
+        """The k memories most similar to `query` among those holding at (valid_at, known_at)."""
+        check_org(org)
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("query", "empty")
+        if not isinstance(k, int) or k < 1 or k > 1000:
+            raise ValidationError("k", "must be an integer between 1 and 1000")
+        now = utcnow()
+        valid_at, known_at = aware("valid_at", valid_at) or now, aware("known_at", known_at) or now
+        vec = self.embedder.embed([query])[0]
+        with self._conn(org) as conn:
+            rows = vector_search(conn, org=org, query=vec, k=k, valid_at=valid_at, known_at=known_at,
+                                 include_superseded=include_superseded, ef_search=self.settings.ef_search)
+        return [Memory.from_row(r) for r in rows]
+
+    def current_value(self, subject: str, relation: str, *, org: str = "default",
+                      valid_at: datetime | None = None, known_at: datetime | None = None) -> Memory | None:
+        """The value of (subject, relation) valid at `valid_at` as known at `known_at`: no embeddings."""
+        check_org(org)
+        for name, v in (("subject", subject), ("relation", relation)):
+            if not isinstance(v, str) or not v.strip():
+                raise ValidationError(name, "must be a non-empty string")
+        now = utcnow()
+        with self._conn(org) as conn:
+            row = conn.execute(q("current_value"), {
+                "org": org, "subject": subject.strip(), "relation": relation.strip().lower(),
+                "valid_at": aware("valid_at", valid_at) or now, "known_at": aware("known_at", known_at) or now,
+            }).fetchone()
+        return Memory.from_row(row) if row else None
+
+    def walk(self, root_id: uuid.UUID | str, *, org: str = "default", max_depth: int | None = None,
+             include_superseded: bool = False, valid_at: datetime | None = None,
+             known_at: datetime | None = None) -> list[Memory]:
+        """The branch under `root_id`, walked through superseded nodes (which are left out unless asked)."""
+        check_org(org)
+        rid = as_uuid("root_id", root_id)
+        if max_depth is not None and (not isinstance(max_depth, int) or max_depth < 0):
+            raise ValidationError("max_depth", "must be a non-negative integer")
+        now = utcnow()
+        with self._conn(org) as conn:
+            self._require_memory(conn, org, rid)
+            rows = conn.execute(q("walk"), {
+                "org": org, "root": rid, "include_superseded": include_superseded, "max_depth": max_depth,
+                "valid_at": aware("valid_at", valid_at) or now, "known_at": aware("known_at", known_at) or now,
+            }).fetchall()
+        return [Memory.from_row(r) for r in rows]
+
+    def history(self, memory_id: uuid.UUID | str, *, org: str = "default") -> list[Memory]:
+        """The supersession chain through a memory, oldest first."""
+        check_org(org)
+        mid = as_uuid("memory_id", memory_id)
+        with self._conn(org) as conn:
+            self._require_memory(conn, org, mid)
+            rows = conn.execute(q("history"), {"org": org, "id": mid}).fetchall()
+        return [Memory.from_row(r) for r in rows]
+
+    def belief_state(self, *, org: str = "default", valid_at: datetime | None = None,
+                     known_at: datetime | None = None) -> list[Memory]:
+        """Every memory the store held as valid at `valid_at`, as known at `known_at`."""
+        check_org(org)
+        now = utcnow()
+        with self._conn(org) as conn:
+            rows = conn.execute(q("belief_state"), {
+                "org": org, "valid_at": aware("valid_at", valid_at) or now,
+                "known_at": aware("known_at", known_at) or now}).fetchall()
+        return [Memory.from_row(r) for r in rows]
+
+    def get(self, memory_id: uuid.UUID | str, *, org: str = "default") -> Memory:
+        """One memory as currently believed."""
+        mid = as_uuid("memory_id", memory_id)
+        with self._conn(org) as conn:
+            self._require_memory(conn, org, mid)
+            row = conn.execute(q("memory_current"), {"org": org, "id": mid}).fetchone()
+        if row is None:
+            raise NotFound("current memory (it was retracted)", mid, org)
+        return Memory.from_row(row)
+
+    @staticmethod
+    def _require_memory(conn: psycopg.Connection, org: str, mid: uuid.UUID) -> None:
+        if conn.execute(q("memory_exists"), {"org": org, "id": mid}).fetchone() is None:
+            raise NotFound("memory", mid, org)
+
+    # ------------------------------------------------------------------ corrections
+
+    def retract(self, memory_id: uuid.UUID | str, *, org: str = "default", reason: str) -> uuid.UUID:
+        """The store learns a memory was wrong: its transaction time ends now, and what it superseded
+        is current again. Queries with `known_at` before now still see the old belief."""
+        check_org(org)
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValidationError("reason", "a retraction needs a reason")
+        mid = as_uuid("memory_id", memory_id)
+        with self._conn(org) as conn:
+            return retract_mod.retract(conn, org, mid, reason)
+
+    def revert(self, decision_id: uuid.UUID | str, *, org: str | None = None,
+               reason: str = "reverted by admin") -> uuid.UUID:
+        """Undo a placement as a new logged event (transaction-time history keeps both)."""
+        from .write.revert import revert
+
+        did = as_uuid("decision_id", decision_id)
+        with self._conn(org) as conn:
+            return revert(conn, self, did, org=org, reason=reason)
+
+    def decisions(self, *, org: str = "default", since: datetime | None = None, kind: str | None = None,
+                  action: str | None = None, limit: int = 100) -> list[DecisionRecord]:
+        """The decision log, newest first."""
+        check_org(org)
+        with self._conn(org) as conn:
+            rows = conn.execute(q("list_decisions"), {
+                "org": org, "since": aware("since", since), "kind": kind, "action": action, "limit": limit,
+            }).fetchall()
+        return [DecisionRecord.from_row(r) for r in rows]
+
+
+def _write_params(wid: uuid.UUID, r: WriteRequest, job_id: str) -> dict[str, Any]:
+    return {"org": r.org, "id": wid, "content": r.content, "subject": r.subject, "relation": r.relation,
+            "value": r.value, "valid_from": r.valid_from, "valid_to": r.valid_to, "source": r.source,
+            "kind": r.kind, "durability": r.durability,
+            "metadata": Jsonb(dict(r.metadata)) if r.metadata is not None else None, "job_id": job_id}

@@ -1,0 +1,120 @@
+"""The typer application and the helpers every command shares: connect, print, exit codes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import uuid
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, Iterator, Sequence
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import FabricError, NotFound, ValidationError
+
+app = typer.Typer(
+    name="fabric",
+    help="fabric: a bi-temporal tree memory store for AI agents on PostgreSQL + pgvector.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+# Exit codes that mean something to scripts.
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_TIMEOUT = 0, 1, 2, 3, 4
+
+JsonOpt = typer.Option(False, "--json", help="Print JSON instead of a table.")
+OrgOpt = typer.Option("default", "--org", "-o", help="Tenant (org).")
+
+
+def parse_time(name: str, value: str | None) -> datetime | None:
+    """ISO-8601 with a timezone (a trailing Z is UTC)."""
+    if value is None:
+        return None
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValidationError(name, f"not an ISO-8601 time: {value!r}") from None
+    if dt.tzinfo is None:
+        raise ValidationError(name, f"{value!r} has no timezone; add one, e.g. {value}+00:00 or {value}Z")
+    return dt
+
+
+@contextmanager
+def connected(**settings: Any) -> Iterator[Any]:
+    """Open a Fabric for one command, turning fabric's errors into messages and exit codes."""
+    from ..api import Fabric
+
+    with handle_errors():
+        with Fabric.connect(**settings) as fab:
+            yield fab
+
+
+@contextmanager
+def handle_errors() -> Iterator[None]:
+    from ..errors import PlacementTimeout
+
+    try:
+        yield
+    except NotFound as exc:
+        err_console.print(f"[red]not found:[/] {exc}")
+        raise typer.Exit(EXIT_NOT_FOUND)
+    except ValidationError as exc:
+        err_console.print(f"[red]invalid {exc.field}:[/] {str(exc).split(': ', 1)[-1]}")
+        raise typer.Exit(EXIT_USAGE)
+    except PlacementTimeout as exc:
+        err_console.print(f"[red]timeout:[/] {exc}")
+        raise typer.Exit(EXIT_TIMEOUT)
+    except FabricError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(EXIT_ERROR)
+
+
+def to_jsonable(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return to_jsonable(obj.to_dict() if hasattr(obj, "to_dict") else dataclasses.asdict(obj))
+    if isinstance(obj, dict):
+        return {k: to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, (uuid.UUID,)):
+        return str(obj)
+    if isinstance(obj, datetime):
+        return obj.isoformat()
+    return obj
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, default=str) + "\n")
+
+
+def fmt_time(dt: datetime | None) -> str:
+    return "∞" if dt is None else dt.isoformat(timespec="seconds")
+
+
+def memory_table(memories: Sequence[Any], title: str | None = None, *, score: bool = False) -> Table:
+    table = Table(title=title, show_lines=False)
+    table.add_column("id", style="dim", no_wrap=True)
+    if score:
+        table.add_column("score", justify="right")
+    table.add_column("content")
+    table.add_column("key")
+    table.add_column("valid", no_wrap=True)
+    table.add_column("recorded", no_wrap=True)
+    table.add_column("state")
+    for m in memories:
+        key = f"{m.subject}.{m.relation}={m.value}" if m.subject else ""
+        state = m.state + (f" by {str(m.superseded_by)[:8]}" if m.superseded_by else "")
+        row = [str(m.id)[:8]]
+        if score:
+            row.append(f"{m.score:.3f}" if m.score is not None else "")
+        row += [m.content, key, f"[{fmt_time(m.valid_from)}, {fmt_time(m.valid_to)})",
+                fmt_time(m.recorded_at), state]
+        table.add_row(*row)
+    return table

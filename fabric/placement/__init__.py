@@ -1,0 +1,1 @@
+"""Placement: decide where a write goes (pure) and apply it (one transaction)."""

@@ -1,0 +1,126 @@
+"""The validator contract: a new write plus its candidates in, one decision out."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Protocol, Sequence
+
+from ..errors import ValidatorError
+from ..types import DECISION_KINDS, DecisionKind
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingWrite:
+    """A write waiting for placement, as read back from fabric.writes."""
+
+    id: uuid.UUID
+    org: str
+    content: str
+    valid_from: datetime
+    valid_to: datetime | None = None
+    subject: str | None = None
+    relation: str | None = None
+    value: str | None = None
+    source: str | None = None
+    kind: str | None = None
+    durability: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def keyed(self) -> bool:
+        return self.subject is not None and self.relation is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A live memory near the write (or sharing its key), with its cosine similarity."""
+
+    id: uuid.UUID
+    content: str
+    similarity: float
+    valid_from: datetime
+    valid_to: datetime | None
+    parent_id: uuid.UUID | None
+    root_id: uuid.UUID
+    depth: int
+    version: int
+    subject: str | None = None
+    relation: str | None = None
+    value: str | None = None
+    key_match: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    kind: DecisionKind
+    target_id: uuid.UUID | None
+    reason: str
+    confidence: float
+    validator: str
+    subject: str | None = None
+    relation: str | None = None
+    value: str | None = None
+    model: str | None = None
+    latency_ms: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    called: bool = False  # True when a model (or other costly validator) was actually consulted
+
+    def with_cost(self, **kw: Any) -> "Decision":
+        return replace(self, **kw)
+
+
+class Validator(Protocol):
+    """Decides one placement. Must not touch the database; candidates carry what it needs."""
+
+    name: str
+    model: str | None
+
+    def decide(self, write: IncomingWrite, candidates: Sequence[Candidate]) -> Decision: ...
+
+
+def check_decision(decision: Decision, candidates: Sequence[Candidate]) -> Decision:
+    """A decision is applied only if it is well-formed and its target is one of the candidates."""
+    if decision.kind not in DECISION_KINDS:
+        raise ValidatorError(f"unknown decision kind {decision.kind!r}")
+    if decision.kind == "new_branch":
+        return replace(decision, target_id=None)
+    if decision.target_id is None:
+        raise ValidatorError(f"{decision.kind} needs a target")
+    if decision.target_id not in {c.id for c in candidates}:
+        raise ValidatorError(f"target {decision.target_id} is not among the candidates; refused")
+    if not 0.0 <= decision.confidence <= 1.0:
+        raise ValidatorError(f"confidence {decision.confidence} outside [0, 1]")
+    return decision
+
+
+_PUNCT = re.compile(r"[^\w\s]", re.UNICODE)
+
+
+def normalise(text: str) -> str:
+    """Case, accents, punctuation and spacing do not make two texts different."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(_PUNCT.sub(" ", text).split())
+
+
+def words(text: str) -> list[str]:
+    return normalise(text).split()
+
+
+def pregate(write: IncomingWrite, candidates: Sequence[Candidate], *, near_similarity: float) -> Decision | None:
+    """Cheap decisions that spare a validator call: an exact repeat, or nothing near at all."""
+    norm = normalise(write.content)
+    for c in candidates:
+        same_value = not (write.keyed and c.key_match and c.value is not None and write.value is not None
+                          and normalise(c.value) != normalise(write.value))
+        if normalise(c.content) == norm and same_value:
+            return Decision("duplicate", c.id, "exact repeat of an existing memory", 1.0, "pregate")
+    if not any(c.key_match for c in candidates) and all(c.similarity < near_similarity for c in candidates):
+        best = max((c.similarity for c in candidates), default=0.0)
+        return Decision("new_branch", None, f"nothing near (best similarity {best:.2f} < {near_similarity})",
+                        1.0, "pregate")
+    return None

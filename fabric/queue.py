@@ -1,0 +1,95 @@
+"""The RQ side of the write path: enqueue placement jobs, find orphaned ones, see who listens."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from typing import Iterable, Sequence
+
+import redis
+from rq import Queue, Retry, Worker
+from rq.job import Job, JobStatus
+
+from .errors import QueueError
+
+log = logging.getLogger(__name__)
+
+PLACE_FUNC = "workers.jobs.place_writes"
+
+
+def new_job_id() -> str:
+    # RQ job ids allow letters, digits, '_' and '-' only.
+    return f"fabric-{uuid.uuid4().hex}"
+
+
+def connect(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=10)
+
+
+def make_queue(conn: redis.Redis, name: str) -> Queue:
+    return Queue(name, connection=conn)
+
+
+def enqueue_jobs(queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *, timeout: int, retries: int) -> None:
+    """Enqueue (job_id, org, [write ids]) placement jobs in one Redis pipeline.
+
+    Retries with backoff live here (RQ's Retry) and nowhere else."""
+    retry = Retry(max=retries, interval=[1, 5, 15]) if retries > 0 else None
+    datas = [
+        Queue.prepare_data(PLACE_FUNC, args=(org, ids), job_id=job_id, timeout=timeout,
+                           retry=retry, result_ttl=600, failure_ttl=7 * 86400,
+                           description=f"place {len(ids)} write(s) of org {org!r}")
+        for job_id, org, ids in jobs
+    ]
+    try:
+        with queue.connection.pipeline() as pipe:
+            queue.enqueue_many(datas, pipeline=pipe)
+            pipe.execute()
+    except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+        raise QueueError(f"cannot reach Redis to enqueue placement: {exc}") from exc
+
+
+def listening_workers(queue: Queue) -> list[Worker]:
+    try:
+        return [w for w in Worker.all(queue=queue) if not _worker_dead(w)]
+    except (redis.ConnectionError, redis.TimeoutError, OSError):
+        return []
+
+
+def _worker_dead(worker: Worker) -> bool:
+    """A worker on this host whose process is gone is dead now, not when its Redis key expires."""
+    if worker.hostname == socket.gethostname() and worker.pid:
+        try:
+            os.kill(worker.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+    return False
+
+
+def jobs_needing_enqueue(conn: redis.Redis, job_ids: Iterable[str]) -> set[str]:
+    """Which of these job ids are not on their way: missing, failed, stopped, or held by a dead worker."""
+    ids = [j for j in set(job_ids) if j]
+    if not ids:
+        return set()
+    out: set[str] = set()
+    jobs = Job.fetch_many(ids, connection=conn)
+    alive_workers: dict[str, bool] = {}
+    for job_id, job in zip(ids, jobs):
+        if job is None:
+            out.add(job_id)
+            continue
+        status = job.get_status(refresh=False)
+        if status in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED):
+            continue
+        if status == JobStatus.STARTED and job.worker_name:
+            if job.worker_name not in alive_workers:
+                w = Worker.find_by_key(Worker.redis_worker_namespace_prefix + job.worker_name, connection=conn)
+                alive_workers[job.worker_name] = w is not None and not _worker_dead(w)
+            if alive_workers[job.worker_name]:
+                continue
+        out.add(job_id)
+    return out

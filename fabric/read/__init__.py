@@ -1,0 +1,1 @@
+"""The read path: a vector lookup plus SQL, never an LLM."""

@@ -1,0 +1,198 @@
+"""The public value types: what goes in (WriteRequest) and what comes out."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
+from typing import Any, Literal, Mapping
+
+from .errors import ValidationError
+
+DecisionKind = Literal["duplicate", "child_update", "contradiction_fork", "new_branch"]
+DECISION_KINDS: tuple[str, ...] = ("duplicate", "child_update", "contradiction_fork", "new_branch")
+WriteStatus = Literal["pending", "placed", "duplicate", "parked"]
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def aware(name: str, value: datetime | None) -> datetime | None:
+    """Refuse naive datetimes: a guess about the timezone is a silent wrong answer."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise ValidationError(name, f"expected a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+        raise ValidationError(name, "naive datetime; pass a timezone-aware one (e.g. tzinfo=timezone.utc)")
+    return value
+
+
+def as_uuid(name: str, value: object) -> uuid.UUID:
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except (ValueError, TypeError, AttributeError):
+        raise ValidationError(name, f"not a valid id: {value!r}") from None
+
+
+def check_org(org: object) -> str:
+    if not isinstance(org, str) or not org.strip():
+        raise ValidationError("org", "must be a non-empty string")
+    if len(org) > 200:
+        raise ValidationError("org", "longer than 200 characters")
+    return org
+
+
+@dataclass(frozen=True, slots=True)
+class WriteRequest:
+    """One write, validated. Build it with `WriteRequest.build(...)`."""
+
+    content: str
+    org: str = "default"
+    subject: str | None = None
+    relation: str | None = None
+    value: str | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    source: str | None = None
+    kind: str | None = None
+    durability: str | None = None
+    metadata: Mapping[str, Any] | None = None
+
+    @classmethod
+    def build(cls, content: object, *, max_chars: int = 8000, **kw: Any) -> "WriteRequest":
+        known = {f.name for f in fields(cls)}
+        unknown = set(kw) - known
+        if unknown:
+            raise ValidationError(sorted(unknown)[0], "unknown field")
+        if not isinstance(content, str):
+            raise ValidationError("content", f"expected a string, got {type(content).__name__}")
+        content = content.strip()
+        if not content:
+            raise ValidationError("content", "empty")
+        if len(content) > max_chars:
+            raise ValidationError("content", f"{len(content)} characters, more than the limit of {max_chars}")
+        org = check_org(kw.get("org", "default"))
+        for name in ("subject", "relation", "value", "source", "kind", "durability"):
+            v = kw.get(name)
+            if v is not None and (not isinstance(v, str) or not v.strip()):
+                raise ValidationError(name, "must be a non-empty string or None")
+        subject, relation, value = kw.get("subject"), kw.get("relation"), kw.get("value")
+        if (subject is None) != (relation is None):
+            raise ValidationError("subject" if subject is None else "relation",
+                                  "subject and relation go together: give both or neither")
+        if value is not None and subject is None:
+            raise ValidationError("value", "a value needs a subject and a relation")
+        valid_from = aware("valid_from", kw.get("valid_from")) or utcnow()  # default: true from now
+        valid_to = aware("valid_to", kw.get("valid_to"))
+        if valid_from is not None and valid_to is not None and valid_to <= valid_from:
+            raise ValidationError("valid_to", "must be later than valid_from (intervals are closed-open)")
+        metadata = kw.get("metadata")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise ValidationError("metadata", f"expected a mapping, got {type(metadata).__name__}")
+        return cls(
+            content=content, org=org,
+            subject=subject.strip() if subject else None,
+            relation=relation.strip().lower() if relation else None,
+            value=value.strip() if value else None,
+            valid_from=valid_from, valid_to=valid_to,
+            source=kw.get("source"), kind=kw.get("kind"), durability=kw.get("durability"),
+            metadata=dict(metadata) if metadata is not None else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WriteReceipt:
+    """Returned by write(): the write is durable; placement happens in a worker."""
+
+    id: uuid.UUID
+    org: str
+    status: WriteStatus = "pending"
+    enqueued: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a write went. For a duplicate, `memory_id` is the memory it repeats."""
+
+    write_id: uuid.UUID
+    org: str
+    decision: DecisionKind
+    memory_id: uuid.UUID
+    target_id: uuid.UUID | None
+    decision_id: uuid.UUID
+    reason: str | None = None
+    confidence: float | None = None
+    validator: str | None = None
+
+
+@dataclass(slots=True)
+class Memory:
+    """One memory, as the store believed it at the asked moment."""
+
+    id: uuid.UUID
+    org: str
+    parent_id: uuid.UUID | None
+    root_id: uuid.UUID
+    content: str
+    subject: str | None
+    relation: str | None
+    value: str | None
+    valid_from: datetime
+    valid_to: datetime | None
+    recorded_at: datetime
+    expired_at: datetime | None
+    superseded_by: uuid.UUID | None
+    placement: str
+    source: str | None
+    kind: str | None
+    durability: str | None
+    metadata: dict[str, Any]
+    score: float | None = None
+    depth: int = 0
+    version: int = 1
+    state: str = "live"
+    decision_id: uuid.UUID | None = None
+    ranks: dict[str, int | None] | None = None
+    context: list["Memory"] = field(default_factory=list)
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "Memory":
+        return cls(**{k: row[k] for k in _MEMORY_COLUMNS if k in row},
+                   metadata=row.get("metadata") or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "context"}
+        out["context"] = [m.to_dict() for m in self.context]
+        return out
+
+
+_MEMORY_COLUMNS = tuple(f.name for f in fields(Memory) if f.name not in ("metadata", "context", "ranks"))
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRecord:
+    """A row of the decision log (placement, revert, retraction, replay, source invalidation)."""
+
+    id: uuid.UUID
+    org: str
+    action: str
+    kind: str | None
+    write_id: uuid.UUID | None
+    memory_id: uuid.UUID | None
+    target_id: uuid.UUID | None
+    validator: str | None
+    model: str | None
+    reason: str | None
+    confidence: float | None
+    latency_ms: float | None
+    created_at: datetime
+    reverts: uuid.UUID | None
+    reverted_by: uuid.UUID | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "DecisionRecord":
+        return cls(**{f.name: row[f.name] for f in fields(cls)})

@@ -1,0 +1,1 @@
+"""The write path: durable intake, then placement in a worker."""

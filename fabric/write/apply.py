@@ -1,0 +1,207 @@
+"""Place writes: embed, gather candidates, decide (outside any lock), apply in one transaction.
+
+Concurrency: deciding may take an LLM call, so it runs unlocked; applying takes the org's
+placement lock, re-reads the candidates and re-decides if they changed meanwhile (optimistic
+concurrency). Idempotency: the write row is locked and must still be pending, so a job that
+runs twice places once."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import psycopg
+from psycopg.types.json import Jsonb
+
+from ..errors import ValidatorError
+from ..placement.intervals import ChainMember, plan_insert
+from ..placement.validator import Candidate, Decision, IncomingWrite, Validator, check_decision, pregate
+from ..read.search import vector_search
+from ..sql import q
+from ..types import Placement, utcnow
+
+log = logging.getLogger(__name__)
+
+MAX_RACE_RETRIES = 5
+
+
+@dataclass
+class PlaceStats:
+    placed: int = 0
+    duplicates: int = 0
+    parked: int = 0
+    skipped: int = 0
+    validator_calls: int = 0
+    raced: int = 0
+
+
+def load_pending(conn: psycopg.Connection, org: str, ids: Sequence[uuid.UUID]) -> list[IncomingWrite]:
+    rows = conn.execute(q("load_pending"), {"org": org, "ids": list(ids)}).fetchall()
+    conn.commit()
+    return [IncomingWrite(**{**r, "metadata": r["metadata"] or {}}) for r in rows]
+
+
+def gather_candidates(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, *,
+                      k: int, ef_search: int) -> tuple[list[Candidate], list[dict[str, Any]]]:
+    """The k nearest live memories in the org, plus every memory believed under the write's key."""
+    now = utcnow()
+    rows = vector_search(conn, org=write.org, query=embedding, k=k, valid_at=now, known_at=now,
+                         include_superseded=True, live_only=True, ef_search=ef_search)
+    cands = {r["id"]: _candidate(r, r["score"], False) for r in rows}
+    key_rows: list[dict[str, Any]] = []
+    if write.keyed:
+        key_rows = conn.execute(q("key_members"), {"org": write.org, "subject": write.subject,
+                                                   "relation": write.relation, "q": embedding}).fetchall()
+        for r in key_rows:
+            if r["state"] == "live":
+                cands[r["id"]] = _candidate(r, float(r["similarity"]), True)
+    return sorted(cands.values(), key=lambda c: -c.similarity), key_rows
+
+
+def _candidate(r: dict[str, Any], similarity: float, key_match: bool) -> Candidate:
+    return Candidate(id=r["id"], content=r["content"], similarity=similarity, valid_from=r["valid_from"],
+                     valid_to=r["valid_to"], parent_id=r["parent_id"], root_id=r["root_id"], depth=r["depth"],
+                     version=r["version"], subject=r["subject"], relation=r["relation"], value=r["value"],
+                     key_match=key_match)
+
+
+def _fingerprint(cands: Sequence[Candidate]) -> frozenset[tuple[uuid.UUID, int]]:
+    return frozenset((c.id, c.version) for c in cands)
+
+
+def decide(write: IncomingWrite, cands: Sequence[Candidate], validator: Validator, *,
+           near_similarity: float) -> Decision:
+    gated = pregate(write, cands, near_similarity=near_similarity)
+    if gated is not None:
+        return gated
+    started = time.perf_counter()
+    decision = validator.decide(write, cands)
+    if decision.latency_ms is None:
+        decision = decision.with_cost(latency_ms=(time.perf_counter() - started) * 1000)
+    return check_decision(decision, cands)
+
+
+def place_one(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, validator: Validator, *,
+              k: int, near_similarity: float, ef_search: int, stats: PlaceStats,
+              replay_id: uuid.UUID | None = None) -> Placement | None:
+    """Decide and apply one write. Returns None if another runner already settled it."""
+    for _ in range(MAX_RACE_RETRIES):
+        cands, _ = gather_candidates(conn, write, embedding, k=k, ef_search=ef_search)
+        conn.commit()
+        decision = decide(write, cands, validator, near_similarity=near_similarity)
+        if decision.called:
+            stats.validator_calls += 1
+        with conn.transaction():
+            status = conn.execute(q("lock_write"), {"org": write.org, "id": write.id}).fetchone()
+            if status is None or status["status"] != "pending":
+                stats.skipped += 1
+                return None
+            conn.execute(q("lock_org"), {"org": write.org})
+            fresh, key_rows = gather_candidates(conn, write, embedding, k=k, ef_search=ef_search)
+            if _fingerprint(fresh) != _fingerprint(cands):
+                stats.raced += 1
+                continue  # someone placed nearby meanwhile: decide again on what is there now
+            now = conn.execute(q("clock")).fetchone()["now"]
+            placement = apply_decision(conn, write, embedding, decision, fresh, key_rows, now, replay_id=replay_id)
+        if placement.decision == "duplicate":
+            stats.duplicates += 1
+        else:
+            stats.placed += 1
+        return placement
+    raise ValidatorError(f"write {write.id}: candidates kept changing over {MAX_RACE_RETRIES} attempts")
+
+
+def apply_decision(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, decision: Decision,
+                   cands: Sequence[Candidate], key_rows: Sequence[dict[str, Any]], now, *,
+                   replay_id: uuid.UUID | None = None) -> Placement:
+    """Write the decision's consequences. Runs inside the caller's transaction."""
+    org = write.org
+    by_id = {c.id: c for c in cands}
+    target = by_id.get(decision.target_id) if decision.target_id else None
+    decision_id = uuid.uuid4()
+    memory_id = uuid.uuid4()
+    subject = write.subject or decision.subject
+    relation = write.relation or (decision.relation if decision.subject else None)
+    value = write.value if write.subject else decision.value
+    details: dict[str, Any] = {}
+    valid_to, state, superseded_by = write.valid_to, "live", None
+    revisions = ()
+    parent_id: uuid.UUID | None = None
+    root_id: uuid.UUID | None = None
+    depth = 0
+
+    if decision.kind == "duplicate":
+        assert target is not None
+        _log_decision(conn, org, decision_id, decision, write.id, target.id, target.id, now, replay_id, details)
+        conn.execute(q("settle_write"), {"org": org, "id": write.id, "status": "duplicate",
+                                         "memory_id": target.id, "decision_id": decision_id, "now": now})
+        return _placement(write, decision, target.id, target.id, decision_id)
+
+    if decision.kind == "child_update":
+        assert target is not None
+        parent_id, root_id, depth = target.id, target.root_id, target.depth + 1
+    elif decision.kind == "contradiction_fork":
+        assert target is not None
+        if subject is not None and relation is not None and (write.subject or any(
+                r["subject"] == subject and r["relation"] == relation for r in key_rows)):
+            chain_rows = key_rows or conn.execute(q("key_members"), {
+                "org": org, "subject": subject, "relation": relation, "q": embedding}).fetchall()
+        else:
+            chain_rows = conn.execute(q("chain_members"), {"org": org, "id": target.id}).fetchall()
+        chain = [ChainMember(r["id"], r["valid_from"], r["valid_to"], r.get("value")) for r in chain_rows]
+        if target.id not in {m.id for m in chain}:
+            chain.append(ChainMember(target.id, target.valid_from, target.valid_to, target.value))
+        plan = plan_insert(memory_id, write.valid_from, write.valid_to, value if subject else None, chain,
+                           target_id=target.id)
+        valid_to, superseded_by = plan.new_valid_to, plan.new_superseded_by
+        state = "superseded" if superseded_by else "live"
+        revisions = plan.revisions
+        details = {"out_of_order": plan.out_of_order, "superseded": [str(r.memory_id) for r in revisions]}
+        anchor = by_id.get(plan.anchor_id) or target
+        parent_id, root_id, depth = anchor.parent_id, anchor.root_id if anchor.parent_id else None, anchor.depth
+    # new_branch: a root of its own.
+
+    _log_decision(conn, org, decision_id, decision, write.id, memory_id, target.id if target else None, now,
+                  replay_id, details)
+    conn.execute(q("insert_memory"), {
+        "org": org, "id": memory_id, "write_id": write.id, "parent_id": parent_id, "root_id": root_id,
+        "depth": depth, "content": write.content, "subject": subject, "relation": relation, "value": value,
+        "source": write.source, "kind": write.kind, "durability": write.durability,
+        "metadata": Jsonb(write.metadata or {}), "placement": decision.kind, "embedding": embedding, "now": now})
+    conn.execute(q("insert_version"), {
+        "org": org, "memory_id": memory_id, "valid_from": write.valid_from, "valid_to": valid_to,
+        "state": state, "superseded_by": superseded_by, "decision_id": decision_id, "now": now})
+    for rev in revisions:
+        conn.execute(q("revise_version"), {
+            "org": org, "memory_id": rev.memory_id, "valid_to": rev.valid_to, "state": "superseded",
+            "superseded_by": rev.superseded_by, "decision_id": decision_id, "now": now})
+    conn.execute(q("settle_write"), {"org": org, "id": write.id, "status": "placed", "memory_id": memory_id,
+                                     "decision_id": decision_id, "now": now})
+    return _placement(write, decision, memory_id, target.id if target else None, decision_id)
+
+
+def _log_decision(conn, org, decision_id, d: Decision, write_id, memory_id, target_id, now, replay_id,
+                  details) -> None:
+    conn.execute(q("insert_decision"), {
+        "org": org, "id": decision_id, "action": "replay" if replay_id else "place", "kind": d.kind,
+        "write_id": write_id, "memory_id": memory_id, "target_id": target_id, "validator": d.validator,
+        "model": d.model, "reason": d.reason, "confidence": d.confidence, "latency_ms": d.latency_ms,
+        "prompt_tokens": d.prompt_tokens, "completion_tokens": d.completion_tokens, "now": now,
+        "reverts": None, "replay_id": replay_id, "details": Jsonb(details)})
+
+
+def _placement(write: IncomingWrite, d: Decision, memory_id, target_id, decision_id) -> Placement:
+    return Placement(write_id=write.id, org=write.org, decision=d.kind, memory_id=memory_id, target_id=target_id,
+                     decision_id=decision_id, reason=d.reason, confidence=d.confidence, validator=d.validator)
+
+
+def note_failure(conn: psycopg.Connection, org: str, write_id: uuid.UUID, error: str, *, park: bool,
+                 max_attempts: int) -> str | None:
+    row = conn.execute(q("note_failure"), {"org": org, "id": write_id, "error": error[:2000], "park": park,
+                                           "max_attempts": max_attempts}).fetchone()
+    conn.commit()
+    return row["status"] if row else None

@@ -1,0 +1,45 @@
+"""The reconciler: Postgres is the source of truth, so every pending write whose job is lost
+(Redis was down at write time, a worker died, retries ran out) is queued again."""
+
+from __future__ import annotations
+
+import logging
+
+import redis
+from psycopg_pool import ConnectionPool
+from rq import Queue
+
+from fabric import queue as fq
+from fabric.config import Settings
+from fabric.sql import q
+
+log = logging.getLogger(__name__)
+
+
+def reconcile(pool: ConnectionPool, conn: redis.Redis, queue: Queue, settings: Settings, *,
+              grace: float, limit: int = 10000) -> int:
+    with pool.connection() as pg:
+        # SKIP LOCKED leaves out writes a placement transaction holds right now.
+        rows = pg.execute(q("pending_for_reconcile"), {"grace": grace, "limit": limit}).fetchall()
+    if not rows:
+        return 0
+    lost = fq.jobs_needing_enqueue(conn, [r["job_id"] for r in rows])
+    by_org: dict[str, list[str]] = {}
+    for r in rows:
+        if r["job_id"] is None or r["job_id"] in lost:
+            by_org.setdefault(r["org"], []).append(str(r["id"]))
+    jobs = []
+    for org, ids in by_org.items():
+        for start in range(0, len(ids), settings.embed_batch_size):
+            jobs.append((fq.new_job_id(), org, ids[start:start + settings.embed_batch_size]))
+    if jobs:
+        fq.enqueue_jobs(queue, jobs, timeout=settings.job_timeout, retries=settings.job_retries)
+        # Point the writes at their new jobs so the next pass sees them as on their way.
+        with pool.connection() as pg:
+            with pg.cursor() as cur:
+                cur.executemany(q("set_job_id"), [{"org": org, "ids": ids, "job_id": job_id}
+                                                  for job_id, org, ids in jobs])
+    n = sum(len(ids) for ids in by_org.values())
+    if n:
+        log.info("reconciled", extra={"action": "reconcile", "writes": n, "jobs": len(jobs)})
+    return n

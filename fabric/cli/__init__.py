@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from .app import app  # noqa: F401
-from . import core  # noqa: F401,E402  (registers commands)
+import importlib
 
-for _optional in ("admin", "bench"):
+from .app import app  # noqa: F401
+from . import core, bench  # noqa: F401,E402  (register commands)
+
+# Areas that register commands of their own (a module missing here is an area not built yet).
+for _area in ("admin", "roles", "bench_temporal", "bench_scale", "bench_retrieval", "bench_validators"):
     try:
-        __import__(f"{__name__}.{_optional}")
-    except ModuleNotFoundError as exc:  # an area not built yet
-        if exc.name != f"{__name__}.{_optional}":
+        importlib.import_module(f"{__name__}.{_area}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{_area}":
             raise

@@ -1,0 +1,1 @@
+"""Benchmarks: scripts that print figures, with baselines measured in the same run."""

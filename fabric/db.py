@@ -17,13 +17,11 @@ log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def sqlalchemy_url(url: str) -> str:
-    """SQLAlchemy wants the driver named; psycopg understands both URL and key=value forms."""
-    if url.startswith("postgresql+psycopg://"):
-        return url
-    if url.startswith(("postgresql://", "postgres://")):
-        return "postgresql+psycopg://" + url.split("://", 1)[1]
-    raise DatabaseError(f"DATABASE_URL must be a postgresql:// URL, got {url.split('://')[0]}://…")
+def sqlalchemy_engine(url: str):
+    """A SQLAlchemy engine over psycopg that accepts any libpq conninfo (URL or key=value)."""
+    from sqlalchemy import create_engine, pool
+
+    return create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(url), poolclass=pool.NullPool)
 
 
 def _configure(conn: psycopg.Connection) -> None:
@@ -72,11 +70,14 @@ def alembic_config(connection=None, embedding_dim: int | None = None):
 def migrate(url: str, *, revision: str = "head", embedding_dim: int = 384, downgrade: bool = False) -> None:
     """Upgrade (or downgrade) the schema. Serialised by an advisory lock so concurrent starts are safe."""
     from alembic import command
-    from sqlalchemy import create_engine, pool, text
+    from sqlalchemy import text
 
-    with psycopg.connect(url, autocommit=True) as conn:
-        ensure_pgvector(conn)
-    engine = create_engine(sqlalchemy_url(url), poolclass=pool.NullPool)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            ensure_pgvector(conn)
+    except psycopg.OperationalError as exc:
+        raise DatabaseError(f"cannot connect to PostgreSQL: {exc}") from exc
+    engine = sqlalchemy_engine(url)
     try:
         with engine.begin() as conn:
             conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('fabric.migrate'))"))

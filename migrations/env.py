@@ -5,8 +5,6 @@
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import create_engine, pool
-
 from fabric.config import Settings
 from fabric.schema import SCHEMA, build_metadata
 
@@ -45,12 +43,11 @@ def run_migrations_online() -> None:
         with context.begin_transaction():
             context.run_migrations()
         return
-    from fabric.db import sqlalchemy_url
+    from fabric.db import sqlalchemy_engine
     from fabric.embedded import postgres_url
 
     settings = Settings.from_env()
-    url = settings.database_url or postgres_url(settings.data_dir)
-    engine = create_engine(sqlalchemy_url(url), poolclass=pool.NullPool)
+    engine = sqlalchemy_engine(settings.database_url or postgres_url(settings.data_dir))
     with engine.connect() as conn:
         _configure(conn)
         with context.begin_transaction():

@@ -97,7 +97,9 @@ class RuleValidator:
         if is_extension(old_words, new_words):
             return Decision("child_update", c.id, "extends the existing memory with more detail", 0.8, self.name)
         sub = single_substitution(old_words, new_words)
-        if sub is not None:
+        other_key = (write.keyed and c.subject is not None
+                     and (normalise(c.subject), c.relation) != (normalise(write.subject or ""), write.relation))
+        if sub is not None and not other_key:  # a different structured key is another fact, not a correction
             i1, i2, j1, j2 = sub
             if i1 * 2 > len(old_words) or i2 == len(old_words):
                 value = _span(write.content, j1, j2)

@@ -1,0 +1,100 @@
+"""The LLM validator's prompt: the four decisions, stated precisely, with short few-shot turns.
+
+Candidates are shown with short labels (``m1``, ``m2``, ...) rather than UUIDs: a small model
+copies a short label reliably, and the validator maps it back to the candidate's id (a label
+that is not among the candidates is refused and the model is asked again)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+SYSTEM_PROMPT = """\
+You maintain an AI agent's long-term memory. A NEW memory arrives; EXISTING memories that look \
+similar to it are listed with labels (m1, m2, ...). Decide how the NEW memory relates to them. \
+Choose exactly one kind:
+
+- "duplicate": the NEW memory states the same fact as one existing memory, possibly in other \
+words (a paraphrase, a synonym, a reordering). It adds no new information. target = that memory.
+- "child_update": the NEW memory is about the same thing as one existing memory and ADDS detail \
+(a time, a place, a reason, a further qualification), and everything the existing memory says \
+is still true. target = that memory.
+- "contradiction_fork": the NEW memory gives a DIFFERENT value for the same single-valued \
+attribute of the same subject (a new holder of a role, a changed time, date, place, price, \
+number, status or preference), so the existing memory is no longer true. target = that memory.
+- "new_branch": the NEW memory is about a different subject, or a different attribute of the \
+same subject, than every existing memory, even if it shares names or words. target = null.
+
+Rules:
+- If one detail is replaced by another (10am becomes 11am, Paris becomes Berlin, Alice becomes \
+Bob), it is "contradiction_fork", never "child_update".
+- "child_update" only when nothing in the existing memory is negated or replaced.
+- Same subject but another attribute (where someone lives vs where they work) is "new_branch".
+- target is the label of ONE existing memory (for example "m1"), or null for "new_branch".
+- Also give the key of the NEW memory: subject (the entity it is about), relation (the \
+attribute, in snake_case), value (the attribute's value).
+- reason: one short sentence. confidence: a number from 0 to 1.
+Answer with the JSON object only."""
+
+
+def label(i: int) -> str:
+    return f"m{i + 1}"
+
+
+def render_user(new_content: str, existing: Sequence[tuple[str, str, str | None]],
+                new_key: tuple[str | None, str | None, str | None] | None = None) -> str:
+    """The user turn: the existing memories as (label, content, key text), then the new memory."""
+    lines = ["EXISTING memories:"]
+    for lab, content, key in existing:
+        lines.append(f"[{lab}] {content}" + (f"   (key: {key})" if key else ""))
+    lines.append("")
+    lines.append(f"NEW memory: {new_content}")
+    if new_key and new_key[0] and new_key[1]:
+        lines.append(f"NEW memory's key: {new_key[0]} / {new_key[1]} = {new_key[2]}")
+    return "\n".join(lines)
+
+
+def _answer(kind: str, target: str | None, subject: str, relation: str, value: str, reason: str,
+            confidence: float) -> str:
+    return json.dumps({"kind": kind, "target": target, "subject": subject, "relation": relation, "value": value,
+                       "reason": reason, "confidence": confidence})
+
+
+# Short worked examples, one per decision (and one for "another attribute of the same subject").
+# Their subjects are deliberately unlike the benchmark set in tests/data/placement_pairs.jsonl.
+FEW_SHOT: list[tuple[str, str]] = [
+    (render_user("Marta Ruiz now runs the Lisbon office.", [
+        ("m1", "The Lisbon office is run by Tomas Weber.", None),
+        ("m2", "The Lisbon office opened in 2019.", None)]),
+     _answer("contradiction_fork", "m1", "Lisbon office", "run_by", "Marta Ruiz",
+             "The office's manager changed from Tomas Weber to Marta Ruiz.", 0.9)),
+    (render_user("The quarterly review is on Friday at 2pm in the boardroom.", [
+        ("m1", "The quarterly review is on Friday.", None)]),
+     _answer("child_update", "m1", "quarterly review", "scheduled", "Friday at 2pm in the boardroom",
+             "Adds the time and room; Friday is unchanged.", 0.85)),
+    (render_user("Our cat Miso is allergic to chicken.", [
+        ("m1", "Miso, the cat, has a chicken allergy.", None),
+        ("m2", "Miso is four years old.", None)]),
+     _answer("duplicate", "m1", "Miso", "allergy", "chicken", "Same fact in other words.", 0.9)),
+    (render_user("The nightly backup job starts at 3am.", [
+        ("m1", "The nightly backup job starts at 1am.", None)]),
+     _answer("contradiction_fork", "m1", "nightly backup job", "start_time", "3am",
+             "The start time changed from 1am to 3am.", 0.9)),
+    (render_user("Priya Nair speaks fluent Japanese.", [
+        ("m1", "Priya Nair lives in Osaka.", None)]),
+     _answer("new_branch", None, "Priya Nair", "speaks", "Japanese",
+             "Same person, but a different attribute: languages, not residence.", 0.8)),
+]
+
+
+def messages(user: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT}]
+    for u, a in FEW_SHOT:
+        out.append({"role": "user", "content": u})
+        out.append({"role": "assistant", "content": a})
+    out.append({"role": "user", "content": user})
+    return out
+
+
+REASK = ("Your previous answer could not be used: {problem}. Answer again with one JSON object that "
+         "follows the schema; target must be one of {labels} or null for new_branch.")

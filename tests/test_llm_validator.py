@@ -1,0 +1,371 @@
+"""LLMValidator through the real `openai` client against a real HTTP server on 127.0.0.1.
+
+The server (tests/openai_stub.py) speaks the chat-completions API and plays scripted answers; the
+end-to-end tests run a real `fabric worker` process configured with the LLM validator."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from fabric import Fabric
+from fabric.config import Settings
+from fabric.errors import ConfigurationError, PlacementParked, ValidatorError
+from fabric.placement.llm import LLMValidator
+from fabric.placement.validator import Candidate, IncomingWrite
+from fabric.write.placer import make_validator
+from tests.fix_services import start_worker
+from tests.openai_stub import (OpenAIStub, Slow, Status, answer, by_content, label_of, labels_in,  # noqa: F401
+                               last_user, openai_stub)
+
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+def cand(content: str, similarity: float = 0.8, **kw) -> Candidate:
+    cid = uuid.uuid4()
+    return Candidate(id=cid, content=content, similarity=similarity, valid_from=T0, valid_to=None, parent_id=None,
+                     root_id=cid, depth=0, version=1, **kw)
+
+
+def incoming(content: str, **kw) -> IncomingWrite:
+    return IncomingWrite(id=uuid.uuid4(), org="t", content=content, valid_from=T0 + timedelta(days=1), **kw)
+
+
+def validator(stub: OpenAIStub, **kw) -> LLMValidator:
+    opts = dict(base_url=stub.base_url, api_key="test-key", model="stub-model", timeout=2.0, max_attempts=3,
+                backoff=0.05)
+    opts.update(kw)
+    return LLMValidator(**opts)
+
+
+# ---------------------------------------------------------------------- the validator alone
+
+def test_good_answer_is_decoded_and_costed(openai_stub):
+    old, other = cand("The standup is at 9am."), cand("The standup is in room 4.", 0.7)
+    openai_stub.script(answer("contradiction_fork", "m1", subject="standup", relation="time", value="10am",
+                              reason="time changed", confidence=0.8))
+    v = validator(openai_stub)
+    d = v.decide(incoming("The standup is at 10am."), [old, other])
+
+    assert (d.kind, d.target_id, d.validator, d.model, d.called) == (
+        "contradiction_fork", old.id, "llm", "stub-model", True)
+    assert (d.subject, d.relation, d.value) == ("standup", "time", "10am")
+    assert d.reason == "time changed" and d.confidence == pytest.approx(0.8)
+    assert d.prompt_tokens > 0 and d.completion_tokens > 0 and d.latency_ms > 0
+    # What went over the wire: the model, temperature 0, a strict JSON schema, the candidates by label.
+    assert openai_stub.count == 1
+    body = openai_stub.requests[0]["body"]
+    assert body["model"] == "stub-model" and body["temperature"] == 0
+    fmt = body["response_format"]
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
+    schema = fmt["json_schema"]["schema"]
+    assert set(schema["required"]) == {"kind", "target", "subject", "relation", "value", "reason", "confidence"}
+    assert schema["properties"]["kind"]["enum"] == ["duplicate", "child_update", "contradiction_fork", "new_branch"]
+    assert labels_in(body) == ["m1", "m2"]
+    assert label_of(body, "room 4") == "m2"
+    roles = [m["role"] for m in body["messages"]]
+    assert roles[0] == "system" and roles.count("assistant") >= 4, "few-shot turns are user/assistant pairs"
+    assert "authorization" in openai_stub.requests[0]["headers"]
+    s = v.stats.snapshot()
+    assert (s["decisions"], s["calls"], s["failures"]) == (1, 1, 0)
+    assert s["prompt_tokens"] == d.prompt_tokens and s["completion_tokens"] == d.completion_tokens
+
+
+def test_a_keyed_write_keeps_its_own_key(openai_stub):
+    old = cand("Alice is CEO.", subject="acme", relation="ceo", value="Alice")
+    openai_stub.script(answer("contradiction_fork", "m1", subject="Bob", relation="job", value="CEO"))
+    d = validator(openai_stub).decide(incoming("Bob is CEO.", subject="acme", relation="ceo", value="Bob"), [old])
+    assert d.kind == "contradiction_fork" and d.subject is None and d.relation is None
+    user = openai_stub.requests[0]["body"]["messages"][-1]["content"]
+    assert "acme / ceo = Alice" in user and "acme / ceo = Bob" in user
+
+
+def test_malformed_json_is_reasked_then_answered(openai_stub):
+    old = cand("The office is in Leeds.")
+    openai_stub.script('{"kind": "duplicate", "target": ', answer("duplicate", "m1"))
+    v = validator(openai_stub)
+    d = v.decide(incoming("Our office is located in Leeds."), [old])
+    assert d.kind == "duplicate" and d.target_id == old.id
+    assert openai_stub.count == 2
+    second = openai_stub.requests[1]["body"]["messages"]
+    assert second[-2] == {"role": "assistant", "content": '{"kind": "duplicate", "target": '}
+    assert "could not be used" in second[-1]["content"] and "malformed" in second[-1]["content"]
+    assert v.stats.snapshot()["errors"] == {"malformed": 1}
+
+
+def test_malformed_json_every_time_raises_with_the_cause(openai_stub):
+    openai_stub.script(default="this is not JSON at all")
+    v = validator(openai_stub, max_attempts=3)
+    with pytest.raises(ValidatorError, match="malformed output") as err:
+        v.decide(incoming("x y z"), [cand("x y")])
+    assert "3 attempt(s)" in str(err.value)
+    assert openai_stub.count == 3
+    s = v.stats.snapshot()
+    assert (s["decisions"], s["calls"], s["retries"], s["failures"]) == (1, 3, 2, 1)
+
+
+def test_schema_violations_count_as_malformed(openai_stub):
+    bad_kind = dict(answer("duplicate"), kind="merge")
+    missing = {k: v for k, v in answer("duplicate").items() if k != "reason"}
+    extra = dict(answer("duplicate"), extra=1)
+    openai_stub.script(bad_kind, missing, extra)
+    with pytest.raises(ValidatorError) as err:
+        validator(openai_stub).decide(incoming("a b"), [cand("a")])
+    msg = str(err.value)
+    assert "kind" in msg and "reason" in msg and "extra" in msg
+
+
+def test_unknown_target_is_refused_never_applied(openai_stub):
+    a, b = cand("The van is blue."), cand("The van has 3 seats.")
+    stranger = uuid.uuid4()
+    openai_stub.script(answer("contradiction_fork", "m7"), answer("contradiction_fork", str(stranger)),
+                       answer("contradiction_fork", None))
+    v = validator(openai_stub)
+    with pytest.raises(ValidatorError, match="not one of the candidates"):
+        v.decide(incoming("The van is red."), [a, b])
+    assert openai_stub.count == 3
+    assert v.stats.snapshot()["errors"] == {"unknown_target": 3}
+    reask = openai_stub.requests[1]["body"]["messages"][-1]["content"]
+    assert "'m7'" in reask and "m1, m2" in reask
+
+
+def test_unknown_target_then_a_real_one(openai_stub):
+    a, b = cand("The van is blue."), cand("The van has 3 seats.")
+    openai_stub.script(answer("contradiction_fork", "m9"), answer("contradiction_fork", "m1"))
+    d = validator(openai_stub).decide(incoming("The van is red."), [a, b])
+    assert d.target_id == a.id and openai_stub.count == 2
+
+
+def test_a_full_candidate_id_is_accepted(openai_stub):
+    a, b = cand("The van is blue."), cand("The van has 3 seats.")
+    openai_stub.script(answer("child_update", str(b.id)))
+    assert validator(openai_stub).decide(incoming("The van has 3 seats and a roof rack."), [a, b]).target_id == b.id
+
+
+def test_429_then_success_honours_retry_after(openai_stub):
+    openai_stub.script(Status(429, "slow down", {"Retry-After": "0.4"}), answer("new_branch", None))
+    v = validator(openai_stub, backoff=0.01)
+    t = time.perf_counter()
+    d = v.decide(incoming("Otters hold hands."), [cand("Otters are mammals.")])
+    waited = time.perf_counter() - t
+    assert d.kind == "new_branch" and d.target_id is None
+    assert openai_stub.count == 2 and waited >= 0.4
+    assert openai_stub.requests[1]["at"] - openai_stub.requests[0]["at"] >= 0.39
+    assert v.stats.snapshot()["errors"] == {"rate_limited": 1}
+
+
+def test_a_long_retry_after_is_not_slept_inside_the_job(openai_stub):
+    openai_stub.script(Status(429, headers={"Retry-After": "3600"}), answer("new_branch", None))
+    t = time.perf_counter()
+    validator(openai_stub, backoff=0.05).decide(incoming("a b"), [cand("a")])
+    assert time.perf_counter() - t < 5
+
+
+def test_429_every_time_gives_up(openai_stub):
+    openai_stub.script(default=Status(429, "quota", {"Retry-After": "0"}))
+    with pytest.raises(ValidatorError, match="429"):
+        validator(openai_stub, max_attempts=2).decide(incoming("a b"), [cand("a")])
+    assert openai_stub.count == 2
+
+
+def test_5xx_then_success(openai_stub):
+    openai_stub.script(Status(503, "overloaded"), Status(500), answer("duplicate", "m1"))
+    d = validator(openai_stub).decide(incoming("a b"), [cand("a")])
+    assert d.kind == "duplicate" and openai_stub.count == 3
+
+
+def test_timeout_is_retried_then_raises(openai_stub):
+    openai_stub.script(default=Slow(5, answer("duplicate", "m1")))
+    v = validator(openai_stub, timeout=0.5, max_attempts=2)
+    t = time.perf_counter()
+    with pytest.raises(ValidatorError, match="timed out after 0.5s"):
+        v.decide(incoming("a b"), [cand("a")])
+    elapsed = time.perf_counter() - t
+    assert openai_stub.count == 2, "one request per attempt: the client itself must not retry"
+    assert 1.0 <= elapsed < 4.0
+    assert v.stats.snapshot()["errors"] == {"timeout": 2}
+
+
+def test_timeout_then_success(openai_stub):
+    openai_stub.script(Slow(5, answer("duplicate", "m1")), answer("child_update", "m1"))
+    d = validator(openai_stub, timeout=0.5).decide(incoming("a b"), [cand("a")])
+    assert d.kind == "child_update" and openai_stub.count == 2
+
+
+def test_client_errors_are_not_retried(openai_stub):
+    openai_stub.script(default=Status(401, "bad key"))
+    with pytest.raises(ValidatorError, match="HTTP 401"):
+        validator(openai_stub).decide(incoming("a b"), [cand("a")])
+    assert openai_stub.count == 1
+
+
+def test_no_candidates_needs_no_call(openai_stub):
+    d = validator(openai_stub).decide(incoming("a b"), [])
+    assert d.kind == "new_branch" and not d.called and openai_stub.count == 0
+
+
+def test_stats_are_thread_safe(openai_stub):
+    openai_stub.script(default=answer("duplicate", "m1"))
+    v = validator(openai_stub)
+    n_threads, per_thread = 6, 5
+    results = []
+
+    def run():
+        for _ in range(per_thread):
+            results.append(v.decide(incoming("a b"), [cand("a")]))
+
+    threads = [threading.Thread(target=run) for _ in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    s = v.stats.snapshot()
+    n = n_threads * per_thread
+    assert (s["decisions"], s["calls"], s["failures"]) == (n, n, 0) == (len(results), openai_stub.count, 0)
+    assert s["prompt_tokens"] == sum(d.prompt_tokens for d in results)
+    assert s["completion_tokens"] == sum(d.completion_tokens for d in results)
+    assert s["latency_ms"] == pytest.approx(sum(d.latency_ms for d in results))
+
+
+def test_settings_select_and_configure_it(openai_stub):
+    s = Settings(validator="llm", openai_base_url=openai_stub.base_url, openai_api_key="k", llm_model="m",
+                 llm_timeout=1.5, llm_max_attempts=4)
+    v = make_validator(s)
+    assert isinstance(v, LLMValidator) and (v.model, v.timeout, v.max_attempts) == ("m", 1.5, 4)
+    assert v.client.max_retries == 0
+    with pytest.raises(ConfigurationError, match="FABRIC_LLM_MODEL"):
+        make_validator(Settings(validator="llm", openai_base_url=openai_stub.base_url, openai_api_key="k"))
+    with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
+        make_validator(Settings(validator="llm", openai_base_url=openai_stub.base_url, llm_model="m"))
+
+
+# ---------------------------------------------------------------------- end to end, with a real worker
+
+@pytest.fixture(scope="module")
+def llm_stub():
+    stub = OpenAIStub(model="stub-model")
+    yield stub
+    stub.close()
+
+
+@pytest.fixture(scope="module")
+def llm_fab(database_url, redis_url, llm_stub):
+    queue = f"fabric-llm-{uuid.uuid4().hex[:8]}"
+    worker = start_worker(database_url, redis_url, queue, env={
+        "OPENAI_BASE_URL": llm_stub.base_url, "OPENAI_API_KEY": "test-key", "FABRIC_LLM_MODEL": "stub-model",
+        "FABRIC_VALIDATOR": "llm", "FABRIC_LLM_TIMEOUT": "2", "FABRIC_LLM_MAX_ATTEMPTS": "2"})
+    fab = Fabric.connect(database_url, redis_url, run_worker=False, queue_name=queue)
+    yield fab
+    fab.close()
+    worker.terminate()
+    try:
+        worker.wait(15)
+    except Exception:
+        worker.kill()
+        worker.wait(5)
+
+
+@pytest.fixture
+def stub(llm_stub):
+    llm_stub.reset()
+    yield llm_stub
+    llm_stub.reset()
+
+
+def test_worker_places_by_the_llm_decision(llm_fab, stub, org):
+    first = llm_fab.wait(llm_fab.write("The weekly sync is on Monday at 10am.", org=org), timeout=60)
+    assert first.decision == "new_branch" and first.validator == "pregate" and stub.count == 0
+
+    stub.script(lambda body: answer("contradiction_fork", label_of(body, "Monday at 10am"), subject="weekly sync",
+                                    relation="meeting_time", value="Monday at 11am", reason="time moved",
+                                    confidence=0.85))
+    p = llm_fab.wait(llm_fab.write("The weekly sync is on Monday at 11am.", org=org), timeout=60)
+    assert stub.count == 1
+    assert (p.decision, p.target_id, p.validator, p.reason) == ("contradiction_fork", first.memory_id, "llm",
+                                                                "time moved")
+    new = llm_fab.get(p.memory_id, org=org)
+    assert (new.subject, new.relation, new.value) == ("weekly sync", "meeting_time", "Monday at 11am")
+    assert llm_fab.get(first.memory_id, org=org).state == "superseded"
+    rec = next(d for d in llm_fab.decisions(org=org) if d.id == p.decision_id)
+    assert rec.model == "stub-model" and rec.latency_ms > 0 and rec.confidence == pytest.approx(0.85)
+
+    stub.script(lambda body: answer("child_update", label_of(body, "Monday at 11am")))
+    c = llm_fab.wait(llm_fab.write("The weekly sync on Monday at 11am is held in room 2B.", org=org), timeout=60)
+    assert (c.decision, c.target_id) == ("child_update", p.memory_id)
+    assert llm_fab.get(c.memory_id, org=org).parent_id == p.memory_id and stub.count == 2
+
+
+def test_worker_parks_a_write_whose_answers_are_all_malformed(llm_fab, stub, org):
+    base = llm_fab.wait(llm_fab.write("The data center runs on solar power.", org=org), timeout=60)
+    stub.script(default="{oops, not json")
+    r = llm_fab.write("The data center runs mostly on solar power.", org=org)
+    with pytest.raises(PlacementParked) as err:
+        llm_fab.wait(r, timeout=60)
+    assert "malformed output" in err.value.error and "2 attempt(s)" in err.value.error
+    assert stub.count == 2, "the validator's own retries, and no second layer (RQ) on top"
+    assert llm_fab.get(base.memory_id, org=org).state == "live"
+
+
+def test_worker_refuses_an_unknown_target(llm_fab, stub, org):
+    base = llm_fab.wait(llm_fab.write("The invoice run happens on the 3rd.", org=org), timeout=60)
+    stub.script(default=answer("contradiction_fork", "m42"))
+    with pytest.raises(PlacementParked, match="not one of the candidates"):
+        llm_fab.wait(llm_fab.write("The invoice run happens on the 5th.", org=org), timeout=60)
+    assert llm_fab.get(base.memory_id, org=org).state == "live", "a refused target is never applied"
+    assert len(llm_fab.search("invoice run", org=org)) == 1
+
+
+def test_pregates_make_no_request(llm_fab, stub, org):
+    stub.script(default=Status(500, "the pre-gates must not call the LLM"))
+    a = llm_fab.wait(llm_fab.write("Keiko prefers green tea.", org=org), timeout=60)
+    dup = llm_fab.wait(llm_fab.write("keiko prefers green tea!", org=org), timeout=60)
+    far = llm_fab.wait(llm_fab.write("The staging cluster has 12 nodes.", org=org), timeout=60)
+    assert (a.decision, dup.decision, far.decision) == ("new_branch", "duplicate", "new_branch")
+    assert dup.memory_id == a.memory_id and {dup.validator, far.validator} == {"pregate"}
+    assert stub.count == 0
+
+
+def test_validator_calls_per_write_on_a_mixed_stream(llm_fab, stub, org):
+    """Duplicates, updates, contradictions and unrelated writes; the stub answers as a good model would."""
+    def target(needle):
+        return lambda body: label_of(body, needle)
+
+    stub.script(default=by_content([
+        ("Finance team", lambda b: answer("duplicate", target("finance team")(b))),
+        ("third floor, next to", lambda b: answer("child_update", target("third floor")(b))),
+        ("moved to 4pm", lambda b: answer("contradiction_fork", target("at 3pm")(b))),
+        ("Berlin", lambda b: answer("contradiction_fork", target("Munich")(b))),
+        ("hiking", lambda b: answer("new_branch", None)),
+    ], fallback=answer("new_branch", None)))
+    stream = [
+        ("The finance team sits on the third floor.", "new_branch"),
+        ("The design review is on Thursday at 3pm.", "new_branch"),
+        ("Jonas Berg lives in Munich.", "new_branch"),
+        ("The finance team sits on the third floor.", "duplicate"),           # exact: pre-gate
+        ("The Finance team is seated on the third floor.", "duplicate"),      # paraphrase: LLM
+        ("The finance team sits on the third floor, next to the kitchen.", "child_update"),
+        ("The design review on Thursday at 3pm was moved to 4pm.", "contradiction_fork"),
+        ("Jonas Berg lives in Berlin.", "contradiction_fork"),
+        ("Photosynthesis converts light into chemical energy.", "new_branch"),  # nothing near: pre-gate
+        ("Jonas Berg lives in Berlin.", "duplicate"),                           # exact: pre-gate
+        ("Jonas Berg likes hiking in the Alps.", "new_branch"),
+        ("Volcanoes on Io erupt sulphur.", "new_branch"),                        # nothing near: pre-gate
+    ]
+    got = []
+    for text, _ in stream:
+        got.append(llm_fab.wait(llm_fab.write(text, org=org), timeout=60))
+    assert [p.decision for p in got] == [want for _, want in stream]
+    calls = stub.count
+    llm_decisions = sum(1 for p in got if p.validator == "llm")
+    assert calls == llm_decisions, "one request per LLM-decided write, none for pre-gated ones"
+    per_write = calls / len(stream)
+    print(f"\nvalidator calls per write on a mixed stream of {len(stream)}: {calls}/{len(stream)} = "
+          f"{per_write:.2f} (pre-gated: {sum(1 for p in got if p.validator == 'pregate')})")
+    assert per_write <= 1.0 and 0 < calls < len(stream)
+    asked = [last_user(r["body"]).split("NEW memory:", 1)[1] for r in stub.requests]
+    assert not any("Photosynthesis" in a or "Volcanoes" in a for a in asked), "nothing near: no request"
+    assert sum("Jonas Berg lives in Berlin." in a for a in asked) == 1, "the exact repeat made no request"

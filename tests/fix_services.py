@@ -71,4 +71,6 @@ def start_worker(database_url: str, redis_url: str, queue_name: str, *extra: str
     """A real `fabric worker` process (as a user would run it)."""
     e = dict(os.environ, DATABASE_URL=database_url, REDIS_URL=redis_url, FABRIC_QUEUE_NAME=queue_name,
              FABRIC_RECONCILE_INTERVAL="2", FABRIC_RECONCILE_GRACE="0.5", **(env or {}))
-    return subprocess.Popen([sys.executable, "-m", "workers.run", *extra], env=e)
+    log = Path(tempfile.gettempdir()) / f"fabric-test-worker-{queue_name}.log"
+    with open(log, "ab") as out:  # keep worker chatter (e.g. after a deliberate kill) out of the test output
+        return subprocess.Popen([sys.executable, "-m", "workers.run", *extra], env=e, stdout=out, stderr=out)

@@ -1,0 +1,411 @@
+"""Admin replay: re-run placement over a subtree with a chosen validator, see what changes, apply it or not.
+
+How it works (one transaction, under the org's placement lock):
+
+1. The family: the branch under `root` (walked through superseded nodes), closed over supersession
+   links in both directions (a contradiction of a root starts a new root, so one fact's versions can
+   span branches). The writes: those whose current memory is in the family, plus those recorded as
+   duplicates of one, in their original transaction-time order (the time of their first placement).
+2. Undo: every placement of those writes is taken back, newest first (`retract_memory`: the node's
+   current version expires, what it superseded is believed again).
+3. Redo: each write is placed again, in order, with the chosen validator: candidates are gathered
+   from the scratch state (the family as re-placed so far, plus the rest of the org as it stood when
+   the write was first placed — memories of other branches that entered the tree later are left out,
+   so a replay cannot see the future). A write whose placement is unchanged keeps its node (a new
+   version reinstates it); a write whose placement changed gets a new node through `apply_decision`
+   (nodes are immutable) with an action='replay' decision carrying the replay's id.
+4. Compact: for every memory whose belief ends up as it was, the versions recorded in this replay are
+   dropped and the previous one is believed again — so only real changes leave new versions, and
+   versions recorded and expired within the replay (never visible to any known_at) are dropped.
+5. Diff: the decisions that changed, and the facts that went from live to superseded or back.
+
+A dry run does all of it inside a savepoint and rolls it back: nothing is written. An apply commits
+it: old versions expire at the replay's transaction time, so `known_at` before it still sees the old
+placement. The org's placement lock is held for the whole replay (seconds for a thousand writes with
+the rule validator; with the LLM validator, as long as its calls take).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+import psycopg
+from psycopg.types.json import Jsonb
+
+from .errors import ConfigurationError, NotFound, ValidationError
+from .placement.intervals import ChainMember, plan_insert
+from .placement.validator import Candidate, Decision, IncomingWrite, Validator
+from .sql import q
+from .types import as_uuid, check_org
+from .write.apply import apply_decision, decide, gather_candidates
+from .write.retract import retract_memory
+
+if TYPE_CHECKING:
+    from .api import Fabric
+
+log = logging.getLogger(__name__)
+
+VALIDATORS = ("rule", "llm")
+
+
+class UnknownOrg(NotFound):
+    """An org that nothing was ever written to."""
+
+    def __init__(self, org: str):
+        self.what, self.ident, self.org = "org", org, org
+        LookupError.__init__(self, f"no org {org!r}: nothing was ever written to it")
+
+
+def require_org(conn: psycopg.Connection, org: str) -> None:
+    check_org(org)
+    if conn.execute(q("org_exists"), {"org": org}).fetchone() is None:
+        raise UnknownOrg(org)
+
+
+@dataclass
+class ReplayChange:
+    """One write whose placement changes. `change` is 'decision' (another kind or target) or 'moved'
+    (the same decision, but its target was re-created, so the write lands on a new node too)."""
+
+    write_id: uuid.UUID
+    content: str
+    change: str
+    old_kind: str | None
+    new_kind: str
+    old_target: uuid.UUID | None
+    new_target: uuid.UUID | None
+    old_memory: uuid.UUID | None
+    new_memory: uuid.UUID | None
+    reason: str
+    validator: str
+    decision_id: uuid.UUID | None = None
+
+
+@dataclass
+class FactChange:
+    """A fact (the memory of one write) whose belief changes: live <-> superseded, or it appears/disappears."""
+
+    write_id: uuid.UUID | None
+    memory_id: uuid.UUID
+    content: str
+    before: str | None
+    after: str | None
+    before_valid_to: datetime | None = None
+    after_valid_to: datetime | None = None
+    superseded_by: uuid.UUID | None = None
+
+
+@dataclass
+class ReplayReport:
+    org: str
+    root_id: uuid.UUID
+    validator: str
+    applied: bool
+    replay_id: uuid.UUID | None
+    at: datetime | None
+    family: int = 0
+    writes: int = 0
+    unchanged: int = 0
+    changes: list[ReplayChange] = field(default_factory=list)
+    superseded: list[FactChange] = field(default_factory=list)
+    revived: list[FactChange] = field(default_factory=list)
+    added: list[FactChange] = field(default_factory=list)
+    removed: list[FactChange] = field(default_factory=list)
+    new_nodes: int = 0
+    validator_calls: int = 0
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> int:
+        return len(self.changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["changed"] = self.changed
+        return out
+
+
+def make_replay_validator(fab: "Fabric", name: str) -> Validator:
+    from .write.placer import make_validator
+
+    if name not in VALIDATORS:
+        raise ValidationError("validator", f"{name!r} is not one of {', '.join(VALIDATORS)}")
+    try:
+        return make_validator(fab.settings, name)
+    except ImportError as exc:
+        raise ConfigurationError(f"the {name} validator is not available: {exc}") from exc
+
+
+def replay(fab: "Fabric", org: str, root_id: uuid.UUID | str, *, validator: str = "rule",
+           apply: bool = False) -> ReplayReport:
+    check_org(org)
+    rid = as_uuid("root_id", root_id)
+    v = make_replay_validator(fab, validator)
+    started = time.perf_counter()
+    with fab._conn(org) as conn:
+        require_org(conn, org)
+        if conn.execute(q("memory_exists"), {"org": org, "id": rid}).fetchone() is None:
+            raise NotFound("memory", rid, org)
+        with conn.transaction():
+            report = _run(fab, conn, org, rid, v, validator)
+            if not apply:
+                raise psycopg.Rollback()  # the dry run: everything above is undone
+    report.applied = apply
+    if not apply:
+        report.replay_id = None
+    report.seconds = time.perf_counter() - started
+    log.info("replay", extra={"action": "replay", "org": org, "root": str(rid), "applied": apply,
+                              "writes": report.writes, "changed": report.changed, "seconds": report.seconds})
+    return report
+
+
+def _run(fab: "Fabric", conn: psycopg.Connection, org: str, rid: uuid.UUID, v: Validator,
+         vname: str) -> ReplayReport:
+    s = fab.settings
+    conn.execute(q("lock_org"), {"org": org})
+    now = conn.execute(q("clock")).fetchone()["now"]
+    family = [r["id"] for r in conn.execute(q("replay_family"), {"org": org, "root": rid}).fetchall()]
+    rows = conn.execute(q("replay_writes"), {"org": org, "ids": family}).fetchall()
+    replay_id = uuid.uuid4()
+    report = ReplayReport(org=org, root_id=rid, validator=vname, applied=False, replay_id=replay_id, at=now,
+                          family=len(family), writes=len(rows))
+
+    # Embeddings: a placed write's node carries its embedding; a duplicate's text is embedded again.
+    vecs: dict[uuid.UUID, np.ndarray] = {}
+    dup_rows = [r for r in rows if r["status"] == "duplicate"]
+    if dup_rows:
+        for r, vec in zip(dup_rows, fab.embedder.embed([r["content"] for r in dup_rows])):
+            vecs[r["id"]] = vec
+    for r in rows:
+        if r["status"] == "placed":
+            emb = r["node_embedding"]
+            vecs[r["id"]] = np.asarray(emb.to_numpy() if hasattr(emb, "to_numpy") else emb, dtype=np.float32)
+
+    conn.execute(q("insert_decision"), {
+        "org": org, "id": replay_id, "action": "replay", "kind": None, "write_id": None, "memory_id": rid,
+        "target_id": None, "validator": v.name, "model": v.model,
+        "reason": f"replay of the subtree under {rid} with the {vname} validator", "confidence": None,
+        "latency_ms": None, "prompt_tokens": None, "completion_tokens": None, "now": now, "reverts": None,
+        "replay_id": replay_id, "details": Jsonb({"root": str(rid), "validator": vname})})
+
+    # 2. Undo, newest first.
+    for r in reversed(rows):
+        if r["status"] == "placed":
+            retract_memory(conn, org, r["memory_id"], now, replay_id)
+
+    # 3. Redo, oldest first.
+    members: set[uuid.UUID] = set(family)
+    writer: dict[uuid.UUID, uuid.UUID | None] = {r["memory_id"]: r["id"] for r in rows if r["status"] == "placed"}
+    for r in rows:
+        write = IncomingWrite(org=org, id=r["id"], content=r["content"], valid_from=r["valid_from"],
+                              valid_to=r["valid_to"], subject=r["subject"], relation=r["relation"],
+                              value=r["value"], source=r["source"], kind=r["kind"], durability=r["durability"],
+                              metadata=r["metadata"] or {})
+        vec = vecs[r["id"]]
+        cands, key_rows = gather_candidates(conn, write, vec, k=s.neighbours_k, ef_search=s.ef_search)
+        cands, key_rows = _as_of(conn, org, cands, key_rows, members, r["placed_at"], writer)
+        decision = decide(write, cands, v, near_similarity=s.near_similarity)
+        if decision.called:
+            report.validator_calls += 1
+        change = _replace(conn, write, vec, decision, cands, key_rows, now, r, replay_id, writer)
+        if change is None:
+            report.unchanged += 1
+            continue
+        report.changes.append(change)
+        if change.new_memory is not None and change.new_kind != "duplicate" and change.new_memory != r["memory_id"]:
+            members.add(change.new_memory)
+            writer[change.new_memory] = r["id"]
+            report.new_nodes += 1
+
+    # 4. Compact, 5. diff.
+    _compact(conn, org, now)
+    _diff(conn, org, now, report)
+    conn.execute(q("set_decision_details"), {"org": org, "id": replay_id, "details": Jsonb({
+        "family": report.family, "writes": report.writes, "changed": report.changed,
+        "new_nodes": report.new_nodes, "superseded": [str(f.memory_id) for f in report.superseded],
+        "revived": [str(f.memory_id) for f in report.revived]})})
+    return report
+
+
+def _as_of(conn: psycopg.Connection, org: str, cands: list[Candidate], key_rows: list[dict[str, Any]],
+           members: set[uuid.UUID], placed_at: datetime, writer: dict[uuid.UUID, uuid.UUID | None]
+           ) -> tuple[list[Candidate], list[dict[str, Any]]]:
+    """Leave out memories of other branches that entered the tree after the write was first placed."""
+    outside = {c.id for c in cands if c.id not in members} | {r["id"] for r in key_rows if r["id"] not in members}
+    if not outside:
+        return cands, key_rows
+    rows = conn.execute(q("memories_created"), {"org": org, "ids": list(outside)}).fetchall()
+    later = set()
+    for row in rows:
+        writer.setdefault(row["id"], row["write_id"])
+        if row["created_at"] > placed_at:
+            later.add(row["id"])
+    if not later:
+        return cands, key_rows
+    return [c for c in cands if c.id not in later], [r for r in key_rows if r["id"] not in later]
+
+
+def _target_writer(conn: psycopg.Connection, org: str, mid: uuid.UUID | None,
+                   writer: dict[uuid.UUID, uuid.UUID | None]) -> uuid.UUID | None:
+    if mid is None:
+        return None
+    if mid not in writer:
+        row = conn.execute(q("memories_created"), {"org": org, "ids": [mid]}).fetchone()
+        writer[mid] = row["write_id"] if row else None
+    return writer[mid] or mid
+
+
+def _replace(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray, decision: Decision,
+             cands: Sequence[Candidate], key_rows: Sequence[dict[str, Any]], now: datetime, r: dict[str, Any],
+             replay_id: uuid.UUID, writer: dict[uuid.UUID, uuid.UUID | None]) -> ReplayChange | None:
+    """Place one write again. Returns None when its placement is unchanged (its node is kept)."""
+    org = write.org
+    old_target_w = r["old_target_write"] or r["old_target"]
+    new_target_w = _target_writer(conn, org, decision.target_id, writer)
+    same_decision = decision.kind == r["old_kind"] and new_target_w == old_target_w
+    old_memory = r["memory_id"] if r["status"] == "placed" else None
+
+    if decision.kind == "duplicate":
+        if same_decision and r["status"] == "duplicate" and decision.target_id == r["memory_id"]:
+            return None
+    elif r["status"] == "placed":
+        shape = _shape(conn, write, vec, decision, cands, key_rows, r["memory_id"])
+        if shape is not None and shape["node"] == (r["node_parent"], r["node_root"], r["node_depth"],
+                                                   r["node_subject"], r["node_relation"], r["node_value"],
+                                                   r["node_placement"]):
+            decision_id = replay_id
+            if not same_decision:
+                decision_id = uuid.uuid4()
+                _log(conn, org, decision_id, decision, write.id, r["memory_id"], replay_id, now, {
+                    "replaces": str(r["decision_id"]), "kept_node": True, **shape["details"]})
+                conn.execute(q("settle_write"), {"org": org, "id": write.id, "status": "placed",
+                                                 "memory_id": r["memory_id"], "decision_id": decision_id,
+                                                 "now": now})
+            _reinstate(conn, org, r["memory_id"], write, shape, decision_id, now)
+            if same_decision:
+                return None
+            return _change(write, "decision", r, decision, old_memory, r["memory_id"], decision_id)
+
+    placement = apply_decision(conn, write, vec, decision, cands, key_rows, now, replay_id=replay_id)
+    conn.execute(q("set_decision_details"), {"org": org, "id": placement.decision_id, "details": Jsonb({
+        "replaces": str(r["decision_id"]) if r["decision_id"] else None,
+        "previous_memory": str(r["memory_id"])})})
+    return _change(write, "decision" if not same_decision else "moved", r, decision, old_memory,
+                   placement.memory_id, placement.decision_id)
+
+
+def _change(write: IncomingWrite, change: str, r: dict[str, Any], d: Decision, old_memory, new_memory,
+            decision_id) -> ReplayChange:
+    return ReplayChange(write_id=write.id, content=write.content, change=change, old_kind=r["old_kind"],
+                        new_kind=d.kind, old_target=r["old_target"], new_target=d.target_id,
+                        old_memory=old_memory if r["status"] == "placed" else r["memory_id"],
+                        new_memory=new_memory, reason=d.reason, validator=d.validator, decision_id=decision_id)
+
+
+def _shape(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray, d: Decision,
+           cands: Sequence[Candidate], key_rows: Sequence[dict[str, Any]], node_id: uuid.UUID) -> dict | None:
+    """Where `apply_decision` would put this write if its node were `node_id` (same rules, no writes)."""
+    by_id = {c.id: c for c in cands}
+    target = by_id.get(d.target_id) if d.target_id else None
+    subject = write.subject or d.subject
+    relation = write.relation or (d.relation if d.subject else None)
+    value = write.value if write.subject else d.value
+    valid_to, state, superseded_by, revisions, details = write.valid_to, "live", None, (), {}
+    if d.kind == "new_branch":
+        parent, root, depth = None, node_id, 0
+    elif d.kind == "child_update":
+        if target is None:
+            return None
+        parent, root, depth = target.id, target.root_id, target.depth + 1
+    elif d.kind == "contradiction_fork":
+        if target is None:
+            return None
+        org = write.org
+        if subject is not None and relation is not None and (write.subject or any(
+                kr["subject"] == subject and kr["relation"] == relation for kr in key_rows)):
+            chain_rows = key_rows or conn.execute(q("key_members"), {
+                "org": org, "subject": subject, "relation": relation, "q": vec}).fetchall()
+        else:
+            chain_rows = conn.execute(q("chain_members"), {"org": org, "id": target.id}).fetchall()
+        chain = [ChainMember(cr["id"], cr["valid_from"], cr["valid_to"], cr.get("value")) for cr in chain_rows]
+        if target.id not in {m.id for m in chain}:
+            chain.append(ChainMember(target.id, target.valid_from, target.valid_to, target.value))
+        plan = plan_insert(node_id, write.valid_from, write.valid_to, value if subject else None, chain,
+                           target_id=target.id)
+        valid_to, superseded_by = plan.new_valid_to, plan.new_superseded_by
+        state = "superseded" if superseded_by else "live"
+        revisions = plan.revisions
+        details = {"out_of_order": plan.out_of_order, "superseded": [str(x.memory_id) for x in revisions]}
+        anchor = by_id.get(plan.anchor_id) or target
+        parent, depth = anchor.parent_id, anchor.depth
+        root = anchor.root_id if anchor.parent_id else node_id
+    else:
+        return None
+    return {"node": (parent, root, depth, subject, relation, value, d.kind), "valid_to": valid_to,
+            "state": state, "superseded_by": superseded_by, "revisions": revisions, "details": details}
+
+
+def _reinstate(conn: psycopg.Connection, org: str, memory_id: uuid.UUID, write: IncomingWrite, shape: dict,
+               decision_id: uuid.UUID, now: datetime) -> None:
+    conn.execute(q("reinstate_version"), {
+        "org": org, "memory_id": memory_id, "valid_from": write.valid_from, "valid_to": shape["valid_to"],
+        "state": shape["state"], "superseded_by": shape["superseded_by"], "decision_id": decision_id, "now": now})
+    for rev in shape["revisions"]:
+        conn.execute(q("revise_version"), {
+            "org": org, "memory_id": rev.memory_id, "valid_to": rev.valid_to, "state": "superseded",
+            "superseded_by": rev.superseded_by, "decision_id": decision_id, "now": now})
+
+
+def _log(conn: psycopg.Connection, org: str, decision_id: uuid.UUID, d: Decision, write_id: uuid.UUID,
+         memory_id: uuid.UUID, replay_id: uuid.UUID, now: datetime, details: dict[str, Any]) -> None:
+    conn.execute(q("insert_decision"), {
+        "org": org, "id": decision_id, "action": "replay", "kind": d.kind, "write_id": write_id,
+        "memory_id": memory_id, "target_id": d.target_id, "validator": d.validator, "model": d.model,
+        "reason": d.reason, "confidence": d.confidence, "latency_ms": d.latency_ms,
+        "prompt_tokens": d.prompt_tokens, "completion_tokens": d.completion_tokens, "now": now, "reverts": None,
+        "replay_id": replay_id, "details": Jsonb(details)})
+
+
+def _compact(conn: psycopg.Connection, org: str, now: datetime) -> None:
+    same = conn.execute(q("replay_unchanged_versions"), {"org": org, "now": now}).fetchall()
+    if same:
+        ids = [r["memory_id"] for r in same]
+        conn.execute(q("replay_drop_versions"), {"org": org, "ids": ids, "now": now})
+        conn.execute(q("replay_restore_versions"), {"org": org, "ids": ids,
+                                                    "versions": [r["prev_version"] for r in same]})
+    conn.execute(q("replay_drop_transient"), {"org": org, "now": now})
+    conn.execute(q("replay_renumber"), {"org": org, "now": now})
+
+
+def _diff(conn: psycopg.Connection, org: str, now: datetime, report: ReplayReport) -> None:
+    before: dict[Any, dict[str, Any]] = {}
+    after: dict[Any, dict[str, Any]] = {}
+    for row in conn.execute(q("replay_states"), {"org": org, "now": now}).fetchall():
+        fact = row["write_id"] or row["id"]
+        if row["before_state"] is not None:
+            before[fact] = row
+        if row["after_state"] is not None:
+            after[fact] = row
+    for fact in sorted(set(before) | set(after), key=str):
+        b, a = before.get(fact), after.get(fact)
+        ref = a or b
+        fc = FactChange(write_id=ref["write_id"], memory_id=ref["id"], content=ref["content"],
+                        before=b["before_state"] if b else None, after=a["after_state"] if a else None,
+                        before_valid_to=b["before_valid_to"] if b else None,
+                        after_valid_to=a["after_valid_to"] if a else None,
+                        superseded_by=a["after_superseded_by"] if a else None)
+        if b and a:
+            if fc.before == "live" and fc.after == "superseded":
+                report.superseded.append(fc)
+            elif fc.before == "superseded" and fc.after == "live":
+                report.revived.append(fc)
+        elif a:
+            report.added.append(fc)
+        elif b:
+            report.removed.append(fc)

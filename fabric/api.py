@@ -372,6 +372,60 @@ class Fabric:
             }).fetchall()
         return [DecisionRecord.from_row(r) for r in rows]
 
+    # ------------------------------------------------------------------ admin (fabric/replay.py, fabric/policy.py)
+
+    def replay(self, org: str, root_id: uuid.UUID | str, *, validator: str = "rule",
+               apply: bool = False) -> "ReplayReport":
+        """Re-run placement over the subtree under `root_id` with `validator` ('rule' | 'llm'), in the
+        writes' original order. Dry run by default (nothing written); `apply=True` commits the new
+        placements as new versions in one transaction (`known_at` before it still sees the old ones)."""
+        from .replay import replay
+
+        return replay(self, org, root_id, validator=validator, apply=apply)
+
+    def invalidate_source(self, source: str, *, org: str = "default", at: datetime | None = None) -> int:
+        """The system `source` changed: end the valid time at `at` (default now) of every live memory it
+        owns, as new versions, logged as one 'invalidate_source' decision. Returns how many ended."""
+        from .policy import invalidate_source
+        from .replay import require_org
+
+        with self._conn(org) as conn:
+            require_org(conn, org)
+            _, ids = invalidate_source(conn, org, source, at)
+        return len(ids)
+
+    def stats(self, org: str | None = None) -> dict[str, Any]:
+        """Per org: memories live/superseded/retracted, writes by status, decisions by action:kind,
+        policy refusals by kind."""
+        from .policy import stats
+        from .replay import UnknownOrg
+
+        if org is not None:
+            check_org(org)
+        with self._conn(org) as conn:
+            out = stats(conn, self.redis, org)
+        if org is not None and not out:
+            raise UnknownOrg(org)
+        return out
+
+    def sample_decisions(self, *, org: str = "default", n: int = 20, since: datetime | None = None,
+                         kind: str | None = None, action: str | None = None) -> list[DecisionRecord]:
+        """A random sample of the decision log for review (e.g. kind='contradiction_fork': the
+        model-driven invalidations seed 001 says to sample)."""
+        check_org(org)
+        if not isinstance(n, int) or n < 1 or n > 10000:
+            raise ValidationError("sample", "must be an integer between 1 and 10000")
+        with self._conn(org) as conn:
+            rows = conn.execute(q("sample_decisions"), {
+                "org": org, "since": aware("since", since), "kind": kind, "action": action, "limit": n,
+            }).fetchall()
+        return [DecisionRecord.from_row(r) for r in rows]
+
+
+def _set_org(conn: psycopg.Connection | psycopg.Cursor, org: str) -> None:
+    """Act for `org` until the transaction ends (row-level security keys on it)."""
+    conn.execute("SELECT set_config('fabric.org', %s, true)", (org,))
+
 
 def _write_params(wid: uuid.UUID, r: WriteRequest, job_id: str) -> dict[str, Any]:
     return {"org": r.org, "id": wid, "content": r.content, "subject": r.subject, "relation": r.relation,

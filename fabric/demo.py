@@ -40,8 +40,9 @@ def run_demo(console: Console, fab: Fabric | None = None) -> dict:
             p = fab.wait(receipt, timeout=120)
             placements.append(p)
             marks.append(utcnow())
-            console.print(f"[cyan]{label:>27}[/]  valid from {valid_from.date()}  →  [bold]{p.decision}[/]"
-                          f"  [dim]({p.reason})[/]")
+            note = " (out of order: kept as history)" if p.out_of_order else ""
+            console.print(f"[cyan]{label:>27}[/]  valid from {valid_from.date()}  →  [bold]{p.decision}[/]{note}"
+                          f"  [dim]{p.reason}[/]")
 
         console.rule("the tree (superseded nodes kept, marked)")
         roots = {m.root_id for m in fab.belief_state(org=org, valid_at=_t(2000, 1), known_at=utcnow())}

@@ -127,6 +127,7 @@ class Placement:
     reason: str | None = None
     confidence: float | None = None
     validator: str | None = None
+    out_of_order: bool = False  # a contradiction that arrived late: stored as history, the live one kept
 
 
 @dataclass(slots=True)

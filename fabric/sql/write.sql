@@ -13,7 +13,8 @@ VALUES (%(org)s, %(id)s, %(content)s, %(subject)s, %(relation)s, %(value)s,
 -- name: write_status
 -- Where a write stands, with the decision that settled it.
 SELECT w.org, w.id, w.status, w.error, w.memory_id, w.decision_id,
-       d.kind AS decision, d.target_id, d.reason, d.confidence, d.validator
+       d.kind AS decision, d.target_id, d.reason, d.confidence, d.validator,
+       coalesce((d.details ->> 'out_of_order')::boolean, false) AS out_of_order
 FROM fabric.writes w
 LEFT JOIN fabric.decisions d ON d.org = w.org AND d.id = w.decision_id
 WHERE w.org = %(org)s AND w.id = %(id)s;

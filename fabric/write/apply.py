@@ -139,7 +139,7 @@ def apply_decision(conn: psycopg.Connection, write: IncomingWrite, embedding: np
         _log_decision(conn, org, decision_id, decision, write.id, target.id, target.id, now, replay_id, details)
         conn.execute(q("settle_write"), {"org": org, "id": write.id, "status": "duplicate",
                                          "memory_id": target.id, "decision_id": decision_id, "now": now})
-        return _placement(write, decision, target.id, target.id, decision_id)
+        return _placement(write, decision, target.id, target.id, decision_id, False)
 
     if decision.kind == "child_update":
         assert target is not None
@@ -181,7 +181,8 @@ def apply_decision(conn: psycopg.Connection, write: IncomingWrite, embedding: np
             "superseded_by": rev.superseded_by, "decision_id": decision_id, "now": now})
     conn.execute(q("settle_write"), {"org": org, "id": write.id, "status": "placed", "memory_id": memory_id,
                                      "decision_id": decision_id, "now": now})
-    return _placement(write, decision, memory_id, target.id if target else None, decision_id)
+    return _placement(write, decision, memory_id, target.id if target else None, decision_id,
+                      bool(details.get("out_of_order")))
 
 
 def _log_decision(conn, org, decision_id, d: Decision, write_id, memory_id, target_id, now, replay_id,
@@ -194,9 +195,10 @@ def _log_decision(conn, org, decision_id, d: Decision, write_id, memory_id, targ
         "reverts": None, "replay_id": replay_id, "details": Jsonb(details)})
 
 
-def _placement(write: IncomingWrite, d: Decision, memory_id, target_id, decision_id) -> Placement:
+def _placement(write: IncomingWrite, d: Decision, memory_id, target_id, decision_id, out_of_order) -> Placement:
     return Placement(write_id=write.id, org=write.org, decision=d.kind, memory_id=memory_id, target_id=target_id,
-                     decision_id=decision_id, reason=d.reason, confidence=d.confidence, validator=d.validator)
+                     decision_id=decision_id, reason=d.reason, confidence=d.confidence, validator=d.validator,
+                     out_of_order=out_of_order)
 
 
 def note_failure(conn: psycopg.Connection, org: str, write_id: uuid.UUID, error: str, *, park: bool,

@@ -1,0 +1,201 @@
+"""Validator accuracy on a labelled set of existing/new pairs (tests/data/placement_pairs.jsonl).
+
+Each pair is run through the real placement decision path (`fabric.write.apply.decide`: the
+pre-gates, then the validator, then `check_decision`), with candidates built by embedding the
+existing text(s) with the real embedder: the pair's `existing` memory is the expected target,
+and any `context` memories are distractors. The rule validator is the baseline, measured in the
+same run as the LLM validator (when an endpoint is configured).
+
+A decision is correct when its kind matches the label and, for anything but a new branch, its
+target is the pair's `existing` memory. A validator that gives up (ValidatorError: the write
+would be parked) counts as wrong, under the kind "error"."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import ValidationError, ValidatorError
+from ..placement.validator import Candidate, IncomingWrite, Validator, check_decision
+from ..types import DECISION_KINDS
+
+DEFAULT_PAIRS = Path(__file__).resolve().parents[2] / "tests" / "data" / "placement_pairs.jsonl"
+T_EXISTING = datetime(2024, 1, 1, tzinfo=timezone.utc)
+T_NEW = datetime(2024, 6, 1, tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Pair:
+    id: str
+    label: str
+    existing: str
+    new: str
+    note: str = ""
+    context: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Case:
+    pair: Pair
+    write: IncomingWrite
+    candidates: tuple[Candidate, ...]
+    target_id: uuid.UUID  # the `existing` memory's id
+
+
+def load_pairs(path: str | Path | None = None) -> list[Pair]:
+    p = Path(path) if path else DEFAULT_PAIRS
+    if not p.is_file():
+        raise ValidationError("pairs", f"no labelled set at {p} (pass --pairs PATH)")
+    pairs = []
+    for n, line in enumerate(p.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            pair = Pair(id=str(rec["id"]), label=rec["label"], existing=rec["existing"], new=rec["new"],
+                        note=rec.get("note", ""), context=tuple(rec.get("context", ())))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValidationError(f"pairs line {n}", f"not a labelled pair: {exc}") from None
+        if pair.label not in DECISION_KINDS:
+            raise ValidationError(f"pairs line {n}.label", f"{pair.label!r} is not one of {DECISION_KINDS}")
+        pairs.append(pair)
+    if not pairs:
+        raise ValidationError("pairs", f"{p} holds no pairs")
+    return pairs
+
+
+def build_cases(pairs: Sequence[Pair], embedder: Any) -> list[Case]:
+    """Embed every text once (one batch) and build each pair's write and candidates."""
+    texts: list[str] = []
+    for pr in pairs:
+        texts += [pr.new, pr.existing, *pr.context]
+    vecs = np.asarray(embedder.embed(texts), dtype=np.float32)
+    cases, i = [], 0
+    for pr in pairs:
+        new_vec = vecs[i]
+        olds = [pr.existing, *pr.context]
+        cands = []
+        for j, text in enumerate(olds):
+            cid = uuid.uuid4()
+            sim = float(np.dot(new_vec, vecs[i + 1 + j]))
+            cands.append(Candidate(id=cid, content=text, similarity=sim, valid_from=T_EXISTING, valid_to=None,
+                                   parent_id=None, root_id=cid, depth=0, version=1))
+        i += 1 + len(olds)
+        cands.sort(key=lambda c: -c.similarity)  # as gather_candidates orders them
+        target = next(c.id for c in cands if c.content == pr.existing)
+        write = IncomingWrite(id=uuid.uuid4(), org="bench", content=pr.new, valid_from=T_NEW)
+        cases.append(Case(pr, write, tuple(cands), target))
+    return cases
+
+
+@dataclass
+class Run:
+    validator: str
+    model: str | None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        kinds = list(DECISION_KINDS)
+        per_kind = {}
+        for k in kinds:
+            rows = [r for r in self.rows if r["label"] == k]
+            ok = sum(r["correct"] for r in rows)
+            per_kind[k] = {"n": len(rows), "correct": ok, "accuracy": ok / len(rows) if rows else None}
+        n = len(self.rows)
+        ok = sum(r["correct"] for r in self.rows)
+        confusion = {k: {p: 0 for p in [*kinds, "error"]} for k in kinds}
+        for r in self.rows:
+            confusion[r["label"]][r["predicted"]] += 1
+        called = [r for r in self.rows if r["by"] != "pregate"]  # the validator itself was consulted
+        lat = [r["latency_ms"] for r in called if r["latency_ms"] is not None]
+        return {
+            "validator": self.validator, "model": self.model, "pairs": n, "correct": ok,
+            "accuracy": ok / n if n else None, "per_kind": per_kind, "confusion": confusion,
+            "wrong_target": sum(1 for r in self.rows if r["predicted"] == r["label"] and not r["correct"]),
+            "errors": sum(1 for r in self.rows if r["predicted"] == "error"),
+            "pregated": sum(1 for r in self.rows if r["by"] == "pregate"),
+            "validator_calls": len(called),
+            "requests": sum(r["requests"] for r in self.rows),
+            "prompt_tokens": sum(r["prompt_tokens"] or 0 for r in self.rows),
+            "completion_tokens": sum(r["completion_tokens"] or 0 for r in self.rows),
+            "latency_ms_mean": statistics.fmean(lat) if lat else None,
+            "latency_ms_p50": statistics.median(lat) if lat else None,
+            "latency_ms_max": max(lat) if lat else None,
+            "seconds": self.seconds,
+            "misses": [{k: r[k] for k in ("id", "label", "predicted", "by", "note", "reason")}
+                       for r in self.rows if not r["correct"]],
+        }
+
+
+def run_validator(validator: Validator, cases: Sequence[Case], *, near_similarity: float,
+                  pregate: bool = True) -> Run:
+    """Decide every case through `fabric.write.apply.decide` (pre-gates included unless pregate=False)."""
+    from ..write.apply import decide
+
+    run = Run(validator.name, getattr(validator, "model", None))
+    started = time.perf_counter()
+    for case in cases:
+        calls_before = _requests(validator)
+        try:
+            if pregate:
+                d = decide(case.write, case.candidates, validator, near_similarity=near_similarity)
+            else:  # the validator alone, on every pair
+                t = time.perf_counter()
+                d = check_decision(validator.decide(case.write, case.candidates), case.candidates)
+                if d.latency_ms is None:
+                    d = d.with_cost(latency_ms=(time.perf_counter() - t) * 1000)
+            predicted, target, reason = d.kind, d.target_id, d.reason
+            by, called = d.validator, d.called
+            latency, pt, ct = d.latency_ms, d.prompt_tokens, d.completion_tokens
+        except ValidatorError as exc:
+            predicted, target, reason, by, called = "error", None, str(exc), validator.name, True
+            latency, pt, ct = None, None, None
+        correct = predicted == case.pair.label and (predicted == "new_branch" or target == case.target_id)
+        run.rows.append({"id": case.pair.id, "label": case.pair.label, "predicted": predicted, "correct": correct,
+                         "note": case.pair.note, "reason": reason, "by": by, "called": called,
+                         "latency_ms": latency, "prompt_tokens": pt, "completion_tokens": ct,
+                         "requests": _requests(validator) - calls_before,
+                         "similarity": max(c.similarity for c in case.candidates)})
+    run.seconds = time.perf_counter() - started
+    return run
+
+
+def _requests(validator: Validator) -> int:
+    stats = getattr(validator, "stats", None)
+    return stats.snapshot()["calls"] if stats is not None else 0
+
+
+def bench(*, settings: Any, use_llm: bool | None = None, pairs_path: str | Path | None = None,
+          pregate: bool = True, embedder: Any = None, llm_validator: Validator | None = None) -> dict[str, Any]:
+    """Run the rule validator (baseline) and, when configured (or given), the LLM validator."""
+    from ..embed import make_embedder
+    from ..placement.rules import RuleValidator
+
+    pairs = load_pairs(pairs_path)
+    embedder = embedder or make_embedder(settings)
+    cases = build_cases(pairs, embedder)
+    configured = bool(settings.openai_base_url and settings.llm_model)
+    if use_llm is None:
+        use_llm = configured or llm_validator is not None
+    runs = [run_validator(RuleValidator(near_similarity=settings.near_similarity,
+                                        duplicate_similarity=settings.duplicate_similarity),
+                          cases, near_similarity=settings.near_similarity, pregate=pregate)]
+    if use_llm:
+        if llm_validator is None:
+            from ..placement.llm import LLMValidator
+
+            llm_validator = LLMValidator.from_settings(settings)
+        runs.append(run_validator(llm_validator, cases, near_similarity=settings.near_similarity, pregate=pregate))
+    counts = {k: sum(1 for p in pairs if p.label == k) for k in DECISION_KINDS}
+    return {"pairs": len(pairs), "per_kind": counts, "pregate": pregate, "embedder": embedder.name,
+            "near_similarity": settings.near_similarity, "llm_configured": configured,
+            "runs": [r.summary() for r in runs]}

@@ -1,0 +1,109 @@
+"""`fabric bench validators`: decision accuracy of the rule and LLM validators on a labelled set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.table import Table
+
+from .app import EXIT_USAGE, JsonOpt, console, err_console, handle_errors, print_json
+from .bench import bench_app
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def _ms(x: float | None) -> str:
+    return "—" if x is None else (f"{x:.0f} ms" if x >= 10 else f"{x:.2f} ms")
+
+
+@bench_app.command("validators")
+def validators(
+    llm: Optional[bool] = typer.Option(None, "--llm/--no-llm",
+                                       help="Also run the LLM validator (default: when OPENAI_BASE_URL and "
+                                            "FABRIC_LLM_MODEL are set). --llm fails if no endpoint is configured."),
+    pairs: Optional[Path] = typer.Option(None, "--pairs", help="A JSONL labelled set (default: the repo's "
+                                                                 "tests/data/placement_pairs.jsonl)."),
+    pregate: bool = typer.Option(True, "--pregate/--no-pregate",
+                                 help="Decide through the pre-gates as placement does (default), or ask the "
+                                      "validator on every pair."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Accuracy of the rule validator (baseline) and the LLM validator on existing/new pairs.
+
+    Each pair goes through the real decision path (pre-gates, validator, target check) with candidates
+    embedded by the real embedder. Prints accuracy per decision kind and overall, the confusion, and
+    the LLM's calls, tokens and latency.
+
+    Example: OPENAI_BASE_URL=http://127.0.0.1:8080/v1 OPENAI_API_KEY=local FABRIC_LLM_MODEL=qwen fabric bench validators --llm
+    """
+    from ..bench.validators import bench
+    from ..config import Settings
+
+    with handle_errors():
+        settings = Settings.from_env()
+        if llm and not (settings.openai_base_url and settings.llm_model):
+            err_console.print("[red]--llm needs an endpoint:[/] set OPENAI_BASE_URL, OPENAI_API_KEY and "
+                              "FABRIC_LLM_MODEL (see scripts/local_llm.py serve)")
+            raise typer.Exit(EXIT_USAGE)
+        result = bench(settings=settings, use_llm=llm, pairs_path=pairs, pregate=pregate)
+    if as_json:
+        print_json(result)
+        return
+    _print(result)
+
+
+def _print(result: dict[str, Any]) -> None:
+    runs = result["runs"]
+    names = [r["validator"] + (f" ({r['model']})" if r["model"] else "") for r in runs]
+    console.print(f"[bold]Placement decisions on {result['pairs']} labelled pairs[/] "
+                  f"(embedder {result['embedder']}, pre-gates {'on' if result['pregate'] else 'off'}, "
+                  f"near similarity {result['near_similarity']})")
+    acc = Table(title="accuracy (kind right, and target right unless new_branch)")
+    acc.add_column("label")
+    acc.add_column("pairs", justify="right")
+    for n in names:
+        acc.add_column(n, justify="right")
+    for kind, count in result["per_kind"].items():
+        acc.add_row(kind, str(count), *[f"{r['per_kind'][kind]['correct']}/{count} "
+                                        f"{_pct(r['per_kind'][kind]['accuracy'])}" for r in runs])
+    acc.add_row("[bold]overall[/]", str(result["pairs"]),
+                *[f"[bold]{r['correct']}/{r['pairs']} {_pct(r['accuracy'])}[/]" for r in runs])
+    console.print(acc)
+    short = {"duplicate": "dup", "child_update": "update", "contradiction_fork": "contra", "new_branch": "new",
+             "error": "error"}
+    for name, r in zip(names, runs):
+        conf = Table(title=f"confusion: {name} (rows: label, columns: decision)")
+        conf.add_column("label")
+        cols = list(next(iter(r["confusion"].values())))
+        for c in cols:
+            conf.add_column(short.get(c, c), justify="right")
+        for label, row in r["confusion"].items():
+            conf.add_row(label, *[str(row[c]) if row[c] else "·" for c in cols])
+        console.print(conf)
+    cost = Table(title="cost")
+    cost.add_column("")
+    for n in names:
+        cost.add_column(n, justify="right")
+    for title, fmt in (("pre-gated (no validator call)", lambda r: str(r["pregated"])),
+                       ("validator calls", lambda r: str(r["validator_calls"])),
+                       ("HTTP requests (retries included)", lambda r: str(r["requests"])),
+                       ("prompt / completion tokens", lambda r: f"{r['prompt_tokens']} / {r['completion_tokens']}"),
+                       ("latency per call: mean", lambda r: _ms(r["latency_ms_mean"])),
+                       ("latency per call: p50", lambda r: _ms(r["latency_ms_p50"])),
+                       ("latency per call: max", lambda r: _ms(r["latency_ms_max"])),
+                       ("right kind, wrong target", lambda r: str(r["wrong_target"])),
+                       ("gave up (would park)", lambda r: str(r["errors"])),
+                       ("wall time", lambda r: f"{r['seconds']:.1f} s")):
+        cost.add_row(title, *[fmt(r) for r in runs])
+    console.print(cost)
+    for name, r in zip(names, runs):
+        if r["misses"]:
+            console.print(f"[dim]{name} misses: " + ", ".join(
+                f"{m['id']} ({m['label']}→{m['predicted']})" for m in r["misses"]) + "[/]")
+    if not any(r["validator"] == "llm" for r in runs):
+        console.print("[dim]LLM validator not run: set OPENAI_BASE_URL, OPENAI_API_KEY and FABRIC_LLM_MODEL "
+                      "(e.g. `python scripts/local_llm.py serve`) and pass --llm.[/]")

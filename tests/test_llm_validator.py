@@ -187,7 +187,7 @@ def test_timeout_is_retried_then_raises(openai_stub):
         v.decide(incoming("a b"), [cand("a")])
     elapsed = time.perf_counter() - t
     assert openai_stub.count == 2, "one request per attempt: the client itself must not retry"
-    assert 1.0 <= elapsed < 4.0
+    assert 1.0 <= elapsed < 4.5
     assert v.stats.snapshot()["errors"] == {"timeout": 2}
 
 

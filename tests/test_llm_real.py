@@ -1,0 +1,105 @@
+"""Opt-in tier: the LLM validator against a real model on loopback (shared/LOCAL_LLM.md).
+
+Qwen2.5-Coder-1.5B-Instruct (Q4_K_M) served by llama.cpp's `llama-server`, both prepared by
+`python scripts/local_llm.py prepare` into ~/.cache/fabric-llm (or $FABRIC_LLM_CACHE).
+Run with:  FABRIC_TEST_LLM=1 pytest -m llm tests/test_llm_real.py -s
+
+It asserts schema-valid output, the client plumbing and an accuracy threshold on the fixed
+labelled set (tests/data/placement_pairs.jsonl), never exact labels on arbitrary text."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from fabric.config import Settings
+from fabric.placement.llm import LLMAnswer, LLMValidator, response_format
+from fabric.placement.validator import Candidate, IncomingWrite
+from fabric.types import DECISION_KINDS
+
+_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "local_llm.py"
+_spec = importlib.util.spec_from_file_location("fabric_local_llm", _SCRIPT)
+local_llm = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(local_llm)
+
+pytestmark = [
+    pytest.mark.llm,
+    pytest.mark.skipif(os.environ.get("FABRIC_TEST_LLM") != "1", reason="opt-in: set FABRIC_TEST_LLM=1"),
+    pytest.mark.skipif(not local_llm.is_ready(),
+                       reason="model or llama-server missing: run `python scripts/local_llm.py prepare`"),
+]
+
+# The floor the real model must reach on the labelled set, through the placement path (pre-gates on).
+# Measured when written: see the module's report in the README / closing note. Kept below the
+# measured figure so that a prompt regression fails, not run-to-run noise (decoding is greedy).
+MIN_ACCURACY = 0.75
+
+
+@pytest.fixture(scope="module")
+def llm_url(tmp_path_factory):
+    log = tmp_path_factory.mktemp("llm") / "llama-server.log"
+    proc, base = local_llm.start_server(log_path=log)
+    yield base
+    local_llm.stop_server(proc)
+
+
+def settings_for(url: str) -> Settings:
+    return Settings(validator="llm", openai_base_url=url, openai_api_key="local",
+                    llm_model=local_llm.MODEL_NAME, llm_timeout=120, llm_max_attempts=2)
+
+
+def test_schema_valid_output(llm_url):
+    import openai
+
+    client = openai.OpenAI(base_url=llm_url, api_key="local", timeout=120, max_retries=0)
+    v = LLMValidator.from_settings(settings_for(llm_url))
+    from fabric.placement import prompts
+
+    user = prompts.render_user("The cafe now opens at 8am.", [("m1", "The cafe opens at 7am.", None)])
+    resp = client.chat.completions.create(model=local_llm.MODEL_NAME, messages=prompts.messages(user),
+                                          temperature=0, max_tokens=256, response_format=response_format())
+    ans = LLMAnswer.model_validate_json(resp.choices[0].message.content)  # raises if not schema-valid
+    assert ans.kind in DECISION_KINDS and 0 <= ans.confidence <= 1
+    assert resp.usage.prompt_tokens > 0 and resp.usage.completion_tokens > 0
+    # The SDK's own structured-output path works against the same server too.
+    parsed = client.chat.completions.parse(model=local_llm.MODEL_NAME, messages=prompts.messages(user),
+                                           temperature=0, max_tokens=256, response_format=LLMAnswer)
+    assert isinstance(parsed.choices[0].message.parsed, LLMAnswer)
+    assert v.model == local_llm.MODEL_NAME
+
+
+def test_a_decision_through_the_validator(llm_url):
+    t = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    ids = [uuid.uuid4(), uuid.uuid4()]
+    cands = [Candidate(id=i, content=c, similarity=0.8, valid_from=t, valid_to=None, parent_id=None, root_id=i,
+                       depth=0, version=1)
+             for i, c in zip(ids, ["The library closes at 9pm.", "The library has a reading garden."])]
+    v = LLMValidator.from_settings(settings_for(llm_url))
+    d = v.decide(IncomingWrite(id=uuid.uuid4(), org="t", content="The library now closes at 10pm.",
+                               valid_from=t), cands)
+    assert d.kind in DECISION_KINDS and d.called and d.validator == "llm"
+    assert (d.target_id is None) == (d.kind == "new_branch") and (d.target_id is None or d.target_id in ids)
+    assert d.prompt_tokens > 0 and d.completion_tokens > 0 and d.latency_ms > 0
+    assert v.stats.snapshot()["failures"] == 0
+
+
+def test_accuracy_on_the_labelled_set(llm_url, capsys):
+    from fabric.bench.validators import bench
+
+    r = bench(settings=settings_for(llm_url))
+    rule, llm = r["runs"]
+    with capsys.disabled():
+        for run in (rule, llm):
+            per = ", ".join(f"{k} {v['correct']}/{v['n']}" for k, v in run["per_kind"].items())
+            print(f"\n{run['validator']}: {run['correct']}/{run['pairs']} = {run['accuracy']:.1%} ({per}); "
+                  f"calls {run['validator_calls']}, p50 {run['latency_ms_p50'] or 0:.0f} ms, "
+                  f"tokens {run['prompt_tokens']}/{run['completion_tokens']}, errors {run['errors']}")
+        print("llm misses:", [(m["id"], m["predicted"]) for m in llm["misses"]])
+    assert llm["errors"] == 0, "every answer was schema-valid with a known target (after re-asks)"
+    assert llm["validator_calls"] == r["pairs"] - llm["pregated"]
+    assert llm["accuracy"] >= MIN_ACCURACY

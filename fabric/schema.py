@@ -152,6 +152,15 @@ def build_metadata(dim: int = 384) -> MetaData:
         Index("ix_memory_versions_superseded_by", "org", "superseded_by",
               postgresql_where=text("superseded_by IS NOT NULL")),
     )
+
+    # Migration 0002: which org each service role may act for (row-level security reads it).
+    Table(
+        "tenant_grants", md,
+        Column("role", Text, nullable=False),
+        Column("org", Text, nullable=False),
+        Column("granted_at", TS, nullable=False, server_default=text("now()")),
+        PrimaryKeyConstraint("role", "org"),
+    )
     return md
 
 

@@ -106,11 +106,18 @@ class Fabric:
 
     @contextmanager
     def _conn(self, org: str | None = None) -> Iterator[psycopg.Connection]:
-        """A pooled connection in a transaction, with the tenant set for row-level security."""
+        """A pooled connection in a transaction, with the tenant set for row-level security
+        (`fabric.org`, local to the transaction: migration 0002). A database role that may not act
+        for `org` sees none of its rows, and a write it attempts raises `TenantAccessDenied`."""
+        from .roles import TenantAccessDenied
+
         with self.pool.connection() as conn:
-            if org is not None:
-                conn.execute("SELECT set_config('fabric.org', %s, true)", (org,))
-            yield conn
+            try:
+                if org is not None:
+                    _set_org(conn, org)
+                yield conn
+            except psycopg.errors.InsufficientPrivilege as exc:
+                raise TenantAccessDenied(org, str(exc).strip()) from exc
 
     # ------------------------------------------------------------------ the local worker
 
@@ -185,10 +192,18 @@ class Fabric:
                 rows.append((wid, r, job_id))
             jobs.extend((job_ids[o], o, ids) for o, ids in by_org.items())
         orgs = sorted({r.org for r in reqs})
-        with self.pool.connection() as conn:
+        with self._conn() as conn:
             with conn.cursor() as cur:
-                cur.executemany(q("ensure_org"), [{"org": o} for o in orgs])
-                cur.executemany(q("insert_write"), [_write_params(wid, r, job_id) for wid, r, job_id in rows])
+                for o in orgs:  # one transaction; each org's rows written with that org set (RLS)
+                    try:
+                        _set_org(cur, o)
+                        cur.execute(q("ensure_org"), {"org": o})
+                        cur.executemany(q("insert_write"), [_write_params(wid, r, job_id)
+                                                            for wid, r, job_id in rows if r.org == o])
+                    except psycopg.errors.InsufficientPrivilege as exc:
+                        from .roles import TenantAccessDenied
+
+                        raise TenantAccessDenied(o, str(exc).strip()) from exc
         enqueued = True
         try:
             fq.enqueue_jobs(self.queue, jobs, timeout=self.settings.job_timeout, retries=self.settings.job_retries)
@@ -228,7 +243,7 @@ class Fabric:
         deadline = time.monotonic() + timeout
         delay = 0.01
         while True:
-            with self._conn() as conn:
+            with self._conn(org) as conn:
                 n = conn.execute(q("pending_count"), {"org": org}).fetchone()["n"]
             if n == 0:
                 return 0

@@ -3,10 +3,17 @@
 A heuristic, stated plainly: it knows nothing of meaning. It reads the structured key when the
 write has one; without keys it compares word sequences ("frames") of close neighbours:
 - the same words                                  -> duplicate
-- the old words, in order, plus more              -> child update (added detail)
-- the same frame with one span swapped near the end -> contradiction (a changed value)
-- the same names and numbers, high similarity     -> duplicate (a paraphrase)
-otherwise a new branch. The LLM validator is the one that understands language."""
+- the old words, in order, plus more              -> child update (added detail), or a
+  contradiction when what is added is a negation ("is open" -> "is not open")
+- the same frame with one span swapped in a value position -> contradiction (a changed value):
+  the span ends the sentence or sits in its second half, or it follows the sentence's leading
+  name and a word of the frame and holds a name or number on both sides
+  ("Meridian Bio has Jonathan Hale as its CEO" -> "... has Priya Nair as its CEO")
+- the same names and numbers, high similarity     -> duplicate (a paraphrase), unless one text
+  negates and the other does not, or the two hold the same words in another order (a role
+  swap: "A reports to B" / "B reports to A")
+otherwise a new branch. A swapped span in the leading name is another subject, never a
+correction. The LLM validator is the one that understands language."""
 
 from __future__ import annotations
 
@@ -20,13 +27,80 @@ _TOKEN = re.compile(r"\w+", re.UNICODE)
 _STOP_CAPS = {"the", "a", "an", "it", "this", "that", "these", "those", "there", "our", "their", "his", "her"}
 
 
-def entities(text: str) -> set[str]:
-    """Names and numbers: capitalised words (a sentence-initial article excluded) and digits."""
-    out = set()
-    for i, tok in enumerate(_TOKEN.findall(text)):
-        if tok[0].isdigit() or (tok[0].isupper() and not (i == 0 and tok.lower() in _STOP_CAPS)):
-            out.add(tok.casefold())
-    return out
+_NEGATION = re.compile(r"\b(not|no|never|none|nobody|nothing|neither|nor|without|cannot)\b|n['’]t\b",
+                       re.IGNORECASE)
+
+
+def _is_name(i: int, tok: str, lowercase: set[str]) -> bool:
+    """A digit, or a capitalised word that is not a sentence-initial article or common word."""
+    if tok[0].isdigit():
+        return True
+    if not tok[0].isupper():
+        return False
+    # Sentence-initial capitals are grammar, not names, for an article or for a word written in
+    # lowercase elsewhere ("Frozen goods are stored ..." beside "... stores frozen goods").
+    return not (i == 0 and (tok.lower() in _STOP_CAPS or tok.casefold() in lowercase))
+
+
+def _lowercase_words(*texts: str) -> set[str]:
+    return {t for text in texts for t in _TOKEN.findall(text) if t[:1].islower()}
+
+
+def entities(text: str, *, lowercase: set[str] | None = None) -> set[str]:
+    """Names and numbers: capitalised words (a sentence-initial article excluded) and digits.
+
+    `lowercase`: words seen in lowercase (in this or a compared text); a sentence-initial word
+    among them is not a name."""
+    low = _lowercase_words(text) | (lowercase or set())
+    return {tok.casefold() for i, tok in enumerate(_TOKEN.findall(text)) if _is_name(i, tok, low)}
+
+
+def leading_name(text: str) -> int:
+    """How many words the sentence's leading name spans ("Meridian Bio has ..." -> 2); 0 when the
+    sentence does not open with a name (e.g. "The chief executive of ...")."""
+    toks = _TOKEN.findall(text)
+    start = 1 if toks and toks[0].lower() in _STOP_CAPS else 0
+    n = 0
+    for tok in toks[start:]:
+        if not (tok[0].isupper() or tok[0].isdigit()):
+            break
+        n += 1
+    return start + n if n else 0
+
+
+def negates(text: str) -> bool:
+    return _NEGATION.search(text) is not None
+
+
+def is_paraphrase(old_text: str, new_text: str, similarity: float, threshold: float) -> bool:
+    """Close in meaning by the embedding, with the same names and numbers, neither negating alone,
+    and not the same words merely reordered (that swaps roles: "A reports to B" / "B reports to A")."""
+    if similarity < threshold or negates(old_text) != negates(new_text):
+        return False
+    old_words, new_words = words(old_text), words(new_text)
+    if sorted(old_words) == sorted(new_words) and old_words != new_words:
+        return False
+    low = _lowercase_words(old_text, new_text)
+    return entities(old_text, lowercase=low) == entities(new_text, lowercase=low)
+
+
+def value_position(old_text: str, new_text: str, sub: tuple[int, int, int, int]) -> bool:
+    """Is a single swapped span (from `single_substitution`) where a value sits, not the subject?"""
+    i1, i2, j1, j2 = sub
+    n = len(words(old_text))
+    if i1 * 2 > n or i2 == n:  # the span ends the sentence or sits in its second half
+        return True
+    old_toks, new_toks = _TOKEN.findall(old_text), _TOKEN.findall(new_text)
+    if len(old_toks) != n or len(new_toks) != len(words(new_text)):
+        return False  # tokenisations disagree (unusual characters): stay cautious
+    lead = leading_name(old_text)
+    if lead == 0 or i1 <= lead or leading_name(new_text) != lead:
+        return False  # no leading name, or the span touches it: maybe another subject
+
+    def named(toks: list[str]) -> bool:
+        return any(t[0].isupper() or t[0].isdigit() for t in toks)
+
+    return named(old_toks[i1:i2]) and named(new_toks[j1:j2])
 
 
 def is_extension(old: list[str], new: list[str]) -> bool:
@@ -95,13 +169,15 @@ class RuleValidator:
         if c.subject and normalise(c.subject) not in normalise(write.content):
             return None  # a keyed neighbour about another subject is not this write's business
         if is_extension(old_words, new_words):
+            if negates(write.content) and not negates(c.content):  # "... is open" -> "... is not open"
+                return Decision("contradiction_fork", c.id, "the same statement, negated", 0.7, self.name)
             return Decision("child_update", c.id, "extends the existing memory with more detail", 0.8, self.name)
         sub = single_substitution(old_words, new_words)
         other_key = (write.keyed and c.subject is not None
                      and (normalise(c.subject), c.relation) != (normalise(write.subject or ""), write.relation))
         if sub is not None and not other_key:  # a different structured key is another fact, not a correction
             i1, i2, j1, j2 = sub
-            if i1 * 2 > len(old_words) or i2 == len(old_words):
+            if value_position(c.content, write.content, sub):
                 value = _span(write.content, j1, j2)
                 return Decision(
                     "contradiction_fork", c.id,
@@ -110,8 +186,8 @@ class RuleValidator:
                     subject=c.subject if c.subject else None,
                     relation=c.relation if c.subject else None,
                     value=value if c.subject else None)
-            return None  # the swapped span is at the front: a different subject, not a correction
-        if c.similarity >= self.duplicate_similarity and entities(write.content) == entities(c.content):
+            # Otherwise the swapped span is the subject (another fact) or a rewording (maybe a paraphrase).
+        if is_paraphrase(c.content, write.content, c.similarity, self.duplicate_similarity):
             return Decision("duplicate", c.id, f"paraphrase (similarity {c.similarity:.2f}, same names and numbers)",
                             0.7, self.name)
         return None

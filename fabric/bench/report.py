@@ -1,0 +1,197 @@
+"""Benchmark output shared by the benchmarks: rich tables, a JSON file, a markdown table, a PNG chart.
+
+The temporal benchmark's results dict (see `fabric.bench.temporal.run`) carries `by_kind` rows
+(backend x kind), `by_backend` figures and `behaviours`; these helpers only format them."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Sequence
+
+from rich.table import Table
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, uuid.UUID):
+        return str(obj)
+    if isinstance(obj, datetime):
+        return obj.isoformat()
+    return obj
+
+
+def write_json(results: dict[str, Any], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(_jsonable(results), indent=1, default=str) + "\n")
+    return path
+
+
+def pct(x: float | None, digits: int = 0) -> str:
+    return "—" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def ms(x: float | None) -> str:
+    return "—" if x is None else (f"{x:.1f}" if x < 100 else f"{x:.0f}")
+
+
+def _cell(row: dict[str, Any] | None) -> str:
+    if row is None:
+        return "—"
+    return f"{pct(row['accuracy'])} ({row['correct']}/{row['queries']})"
+
+
+def kind_grid(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Accuracy by kind x backend, as header + rows of strings."""
+    backends = results["backends"]
+    idx = {(r["backend"], r["kind"]): r for r in results["by_kind"]}
+    rows = []
+    for kind in results["kinds"]:
+        if not any((b, kind) in idx for b in backends):
+            continue
+        mark = " *" if kind in results.get("must_kinds", ()) else ""
+        rows.append([kind + mark] + [_cell(idx.get((b, kind))) for b in backends])
+    return ["kind"] + list(backends), rows
+
+
+def failure_grid(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Stale facts returned as current, wrong-epoch answers and loop escalations by kind x backend."""
+    backends = results["backends"]
+    idx = {(r["backend"], r["kind"]): r for r in results["by_kind"]}
+    rows = []
+    for kind in results["kinds"]:
+        cells = []
+        for b in backends:
+            r = idx.get((b, kind))
+            if r is None:
+                cells.append("—")
+                continue
+            parts = []
+            if r["now_queries"]:
+                parts.append(f"stale {r['stale']}/{r['now_queries']}")
+            if r["asof_queries"] and kind != "multi_hop":
+                parts.append(f"epoch {r['wrong_epoch']}/{r['asof_queries']}")
+            if r["loops"]:
+                parts.append(f"esc {r['escalations']}/{r['loops']}")
+            if r.get("consistency") is not None:
+                parts.append(f"consistent {pct(r['consistency'])}")
+            cells.append(" · ".join(parts) or "—")
+        if any(c != "—" for c in cells):
+            rows.append([kind] + cells)
+    return ["kind"] + list(backends), rows
+
+
+def backend_grid(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    backends = results["backends"]
+    pb = results["by_backend"]
+
+    def row(label: str, fn) -> list[str]:
+        return [label] + [fn(pb[b]) for b in backends]
+
+    rows = [
+        row("accuracy (all questions)", lambda x: pct(x["accuracy"])),
+        row("stale returned as current", lambda x: f"{x['stale_returned']} ({pct(x['stale_rate'])})"),
+        row("as-of accuracy", lambda x: pct(x["asof_accuracy"])),
+        row("loop escalation rate", lambda x: f"{pct(x['escalation_rate'])} ({x['escalations']})"),
+        row("  on staleness questions", lambda x: pct(x["escalation_rate_staleness"])),
+        row("loop false approvals", lambda x: str(x["false_approvals"])),
+        row("validator calls / write", lambda x: "—" if x["validator_calls_per_write"] is None
+            else f"{x['validator_calls_per_write']:.2f}"),
+        row("ingest ms / write", lambda x: ms(x["ingest_ms_per_write"])),
+        row("query p50 / p95 ms", lambda x: f"{ms(x['query_p50_ms'])} / {ms(x['query_p95_ms'])}"),
+    ]
+    return ["metric"] + list(backends), rows
+
+
+def behaviour_grid(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    backends = results["backends"]
+    rows = [[b["behaviour"], ", ".join(k.replace("_", "-") for k in b["kinds"])]
+            + [pct(b["accuracy"].get(n)) for n in backends] for b in results["behaviours"]]
+    return ["seed 001 behaviour", "kinds"] + list(backends), rows
+
+
+GRIDS = (("Accuracy by kind (* = fabric must be 100%)", kind_grid),
+         ("Failures by kind", failure_grid),
+         ("By backend", backend_grid),
+         ("Seed 001's five behaviours", behaviour_grid))
+
+
+def tables(results: dict[str, Any]) -> list[Table]:
+    out = []
+    for title, grid in GRIDS:
+        header, rows = grid(results)
+        t = Table(title=title, title_justify="left")
+        for i, h in enumerate(header):
+            left = i == 0 or h == "kinds"
+            t.add_column(h, justify="left" if left else "right", no_wrap=i == 0, overflow="fold")
+        for r in rows:
+            t.add_row(*r)
+        out.append(t)
+    return out
+
+
+def markdown(results: dict[str, Any], command: str | None = None) -> str:
+    lines = [f"# fabric bench temporal — run {results['run_id']}", ""]
+    if command:
+        lines += [f"`{command}`", ""]
+    lines += [f"seed {results['seed']}, {results['cases_per_kind']} cases per kind, top-k {results['top_k']}, "
+              f"embedder {results['embedder']}, {results['elapsed_s']:.0f} s", ""]
+    for title, grid in GRIDS:
+        header, rows = grid(results)
+        align = ["---" if i == 0 or h == "kinds" else "---:" for i, h in enumerate(header)]
+        lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        lines.append("")
+    for name, note in results.get("notes", {}).items():
+        lines.append(f"- {name}: {note}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_chart(results: dict[str, Any], path: Path) -> Path | None:
+    """Grouped bars: accuracy by kind x backend. None when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    backends: Sequence[str] = results["backends"]
+    idx = {(r["backend"], r["kind"]): r for r in results["by_kind"]}
+    kinds = [k for k in results["kinds"] if any((b, k) in idx for b in backends)]
+    width = 0.8 / max(len(backends), 1)
+    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(kinds)), 4.6), dpi=120)
+    for i, b in enumerate(backends):
+        xs = [k + (i - (len(backends) - 1) / 2) * width for k in range(len(kinds))]
+        ys = [100 * (idx[(b, k)]["accuracy"] or 0) if (b, k) in idx else 0 for k in kinds]
+        ax.bar(xs, ys, width=width * 0.95, label=b)
+    ax.set_xticks(range(len(kinds)), [k.replace("_", "-") for k in kinds], rotation=20)
+    ax.set_ylabel("accuracy (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title(f"fabric bench temporal — accuracy by kind and backend (seed {results['seed']}, "
+                 f"{results['cases_per_kind']} cases per kind)", fontsize=10)
+    ax.legend(loc="lower left", fontsize=8, ncols=len(backends))
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def write_outputs(results: dict[str, Any], out: Path, *, stem: str = "temporal",
+                  command: str | None = None) -> dict[str, str]:
+    """Write <stem>.json, <stem>.md and <stem>.png into `out`; return their paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = {"json": str(out / f"{stem}.json"), "markdown": str(out / f"{stem}.md")}
+    chart = write_chart(results, out / f"{stem}.png")
+    if chart is not None:
+        files["chart"] = str(chart)
+    (out / f"{stem}.md").write_text(markdown(results, command))
+    write_json({**results, "files": files}, out / f"{stem}.json")
+    return files

@@ -1,0 +1,61 @@
+"""`fabric bench temporal`: what did the store know at time T — fabric against flat vector baselines."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .app import EXIT_ERROR, JsonOpt, console, connected, err_console, print_json
+from .bench import bench_app
+
+
+@bench_app.command("temporal")
+def temporal(
+    quick: bool = typer.Option(False, "--quick", help="A few cases per kind (CI smoke run, under 2 minutes)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the case generator (the same seed, the same cases)."),
+    out: Path = typer.Option(Path("bench-results"), "--out", help="Folder for temporal.json, .md and .png."),
+    backends: str = typer.Option("all", "--backends",
+                                 help="Comma-separated: fabric-keys, fabric-text, pgvector, chroma "
+                                      "(or fabric, flat, all)."),
+    per_kind: Optional[int] = typer.Option(None, "--per-kind", min=1, help="Cases per kind (default 20; 4 with --quick)."),
+    worker: bool = typer.Option(True, "--worker/--no-worker",
+                                help="Start a placement worker for the run (off: rely on running workers)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Run the temporal benchmark: every kind of temporal question against fabric (with keys and
+    text only) and flat vector memory (pgvector, ChromaDB) on the same embeddings; print the
+    tables, write a JSON file of all results and a chart. Exits 1 if fabric misses its bar
+    (100% on staleness/historical/out-of-order/known-at/retraction, no stale answer, no escalation).
+
+    Example: fabric bench temporal --quick --out bench-results
+    """
+    from ..bench.report import tables, write_outputs
+    from ..bench.temporal import parse_backends, run
+
+    started = time.perf_counter()
+    with connected(run_worker=worker) as fab:
+        names = parse_backends(backends)
+        say = (lambda msg: err_console.print(f"[dim]{msg}[/]")) if as_json else (lambda msg: console.print(f"[dim]{msg}[/]"))
+        results = run(fab, quick=quick, seed=seed, backends=names, out=None, per_kind=per_kind, progress=say)
+    command = "fabric bench temporal" + (" --quick" if quick else "") + (f" --seed {seed}" if seed else "") + \
+        (f" --per-kind {per_kind}" if per_kind else "") + (f" --backends {backends}" if backends != "all" else "")
+    results["files"] = write_outputs(results, out, command=command)
+    elapsed = time.perf_counter() - started
+    if as_json:
+        print_json({k: v for k, v in results.items() if k not in ("queries", "cases", "placements")})
+    else:
+        width = console.width if console.is_terminal else max(console.width, 120)
+        for t in tables(results):
+            console.print(t, width=width)
+        for name, note in results["notes"].items():
+            console.print(f"[yellow]{name}[/]: {note}")
+        for name, bar in results["bar"].items():
+            mark = "[green]meets its bar[/]" if bar["ok"] else "[red]misses its bar:[/] " + "; ".join(bar["failures"])
+            console.print(f"{name}: {mark}")
+        console.print(f"[dim]{elapsed:.0f} s; wrote {', '.join(results['files'].values())}[/]")
+    if any(not b["ok"] for b in results["bar"].values()):
+        raise typer.Exit(EXIT_ERROR)

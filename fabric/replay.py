@@ -43,7 +43,7 @@ from .placement.intervals import ChainMember, plan_insert
 from .placement.validator import Candidate, Decision, IncomingWrite, Validator
 from .sql import q
 from .types import as_uuid, check_org
-from .write.apply import apply_decision, decide, gather_candidates
+from .write.apply import apply_decision, decide
 from .write.retract import retract_memory
 
 if TYPE_CHECKING:
@@ -200,7 +200,8 @@ def _run(fab: "Fabric", conn: psycopg.Connection, org: str, rid: uuid.UUID, v: V
             retract_memory(conn, org, r["memory_id"], now, replay_id)
 
     # 3. Redo, oldest first.
-    members: set[uuid.UUID] = set(family)
+    conn.execute(q("replay_members_create"))
+    conn.execute(q("replay_members_add"), {"ids": family})
     writer: dict[uuid.UUID, uuid.UUID | None] = {r["memory_id"]: r["id"] for r in rows if r["status"] == "placed"}
     for r in rows:
         write = IncomingWrite(org=org, id=r["id"], content=r["content"], valid_from=r["valid_from"],
@@ -208,8 +209,7 @@ def _run(fab: "Fabric", conn: psycopg.Connection, org: str, rid: uuid.UUID, v: V
                               value=r["value"], source=r["source"], kind=r["kind"], durability=r["durability"],
                               metadata=r["metadata"] or {})
         vec = vecs[r["id"]]
-        cands, key_rows = gather_candidates(conn, write, vec, k=s.neighbours_k, ef_search=s.ef_search)
-        cands, key_rows = _as_of(conn, org, cands, key_rows, members, r["placed_at"], writer)
+        cands, key_rows = _candidates(conn, write, vec, r["placed_at"], k=s.neighbours_k, ef_search=s.ef_search)
         decision = decide(write, cands, v, near_similarity=s.near_similarity)
         if decision.called:
             report.validator_calls += 1
@@ -219,7 +219,7 @@ def _run(fab: "Fabric", conn: psycopg.Connection, org: str, rid: uuid.UUID, v: V
             continue
         report.changes.append(change)
         if change.new_memory is not None and change.new_kind != "duplicate" and change.new_memory != r["memory_id"]:
-            members.add(change.new_memory)
+            conn.execute(q("replay_members_add"), {"ids": [change.new_memory]})
             writer[change.new_memory] = r["id"]
             report.new_nodes += 1
 
@@ -233,22 +233,39 @@ def _run(fab: "Fabric", conn: psycopg.Connection, org: str, rid: uuid.UUID, v: V
     return report
 
 
-def _as_of(conn: psycopg.Connection, org: str, cands: list[Candidate], key_rows: list[dict[str, Any]],
-           members: set[uuid.UUID], placed_at: datetime, writer: dict[uuid.UUID, uuid.UUID | None]
-           ) -> tuple[list[Candidate], list[dict[str, Any]]]:
-    """Leave out memories of other branches that entered the tree after the write was first placed."""
-    outside = {c.id for c in cands if c.id not in members} | {r["id"] for r in key_rows if r["id"] not in members}
-    if not outside:
-        return cands, key_rows
-    rows = conn.execute(q("memories_created"), {"org": org, "ids": list(outside)}).fetchall()
-    later = set()
-    for row in rows:
-        writer.setdefault(row["id"], row["write_id"])
-        if row["created_at"] > placed_at:
-            later.add(row["id"])
-    if not later:
-        return cands, key_rows
-    return [c for c in cands if c.id not in later], [r for r in key_rows if r["id"] not in later]
+_NEAR = q("replay_near_base")
+_NEAR_ANN = _NEAR + "\nORDER BY distance\nLIMIT %(k)s"
+_NEAR_EXACT = ("WITH qualifying AS MATERIALIZED (\n" + _NEAR + "\n)\n"
+               "SELECT * FROM qualifying ORDER BY distance LIMIT %(k)s")
+
+
+def _candidates(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray, placed_at: datetime, *,
+                k: int, ef_search: int) -> tuple[list[Candidate], list[dict[str, Any]]]:
+    """`gather_candidates` as of the write's first placement: the k nearest live memories plus every
+    memory believed under the write's key, leaving out memories of other branches that entered the
+    tree after it was first placed. The as-of filter runs before the top-k cut, so later memories
+    cannot crowd out the neighbours the write had."""
+    params = {"org": write.org, "q": vec, "k": k, "placed_at": placed_at}
+    conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(ef_search, k)),))
+    rows = conn.execute(_NEAR_ANN, params).fetchall()
+    if len(rows) < k:
+        rows = conn.execute(_NEAR_EXACT, params).fetchall()
+    cands = {r["id"]: _candidate(r, 1.0 - float(r["distance"]), False) for r in rows}
+    key_rows: list[dict[str, Any]] = []
+    if write.keyed:
+        key_rows = conn.execute(q("replay_key_members"), {**params, "subject": write.subject,
+                                                          "relation": write.relation}).fetchall()
+        for r in key_rows:
+            if r["state"] == "live":
+                cands[r["id"]] = _candidate(r, float(r["similarity"]), True)
+    return sorted(cands.values(), key=lambda c: -c.similarity), key_rows
+
+
+def _candidate(r: dict[str, Any], similarity: float, key_match: bool) -> Candidate:
+    return Candidate(id=r["id"], content=r["content"], similarity=similarity, valid_from=r["valid_from"],
+                     valid_to=r["valid_to"], parent_id=r["parent_id"], root_id=r["root_id"], depth=r["depth"],
+                     version=r["version"], subject=r["subject"], relation=r["relation"], value=r["value"],
+                     key_match=key_match)
 
 
 def _target_writer(conn: psycopg.Connection, org: str, mid: uuid.UUID | None,

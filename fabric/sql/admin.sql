@@ -164,3 +164,30 @@ FROM unnest(%(orgs)s::text[], %(ids)s::uuid[]) AS t(org, id)
 JOIN fabric.writes w ON w.org = t.org AND w.id = t.id
 LEFT JOIN fabric.decisions d ON d.org = w.org AND d.id = w.decision_id
 GROUP BY 1, 2 ORDER BY 1, 2
+
+-- name: replay_members_create
+-- The memories a replay re-places (plus the nodes it creates): exempt from the as-of filter below.
+CREATE TEMP TABLE replay_members (id uuid PRIMARY KEY) ON COMMIT DROP
+
+-- name: replay_members_add
+INSERT INTO pg_temp.replay_members (id) SELECT unnest(%(ids)s::uuid[]) ON CONFLICT DO NOTHING
+
+-- name: replay_near_base
+-- Live memories a write could be placed against, as of its first placement: members of the replay,
+-- and other memories only if they had entered the tree by then. Composed by fabric/replay.py like
+-- the search: an index scan (ORDER BY distance LIMIT k), then an exact scan when it comes up short.
+SELECT m.id, m.content, m.parent_id, m.root_id, m.depth, m.subject, m.relation, m.value,
+       v.valid_from, v.valid_to, v.version, v.state, m.embedding <=> %(q)s AS distance
+FROM fabric.memories m
+JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id AND v.expired_at IS NULL AND v.state = 'live'
+WHERE m.org = %(org)s
+  AND (m.created_at <= %(placed_at)s OR EXISTS (SELECT 1 FROM pg_temp.replay_members r WHERE r.id = m.id))
+
+-- name: replay_key_members
+-- Every memory currently believed under a key, as of the write's first placement (see replay_near_base).
+SELECT m.id, m.content, m.parent_id, m.root_id, m.depth, m.subject, m.relation, m.value,
+       v.valid_from, v.valid_to, v.state, v.version, 1 - (m.embedding <=> %(q)s) AS similarity
+FROM fabric.memories m
+JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id AND v.expired_at IS NULL
+WHERE m.org = %(org)s AND m.subject = %(subject)s AND m.relation = %(relation)s
+  AND (m.created_at <= %(placed_at)s OR EXISTS (SELECT 1 FROM pg_temp.replay_members r WHERE r.id = m.id))

@@ -240,6 +240,30 @@ _VERSION_COLUMNS = {
 }
 
 
+_WRITE_COLUMNS = {
+    "org": "Tenant.",
+    "id": "Write id (the receipt id the library returned).",
+    "content": "The text written.",
+    "subject": "Structured key given by the caller: subject.",
+    "relation": "Structured key: relation.",
+    "value": "Structured key: value.",
+    "valid_from": "Valid time the caller gave (or the time of the write).",
+    "valid_to": "Valid end the caller gave, if any.",
+    "source": "Provenance: the system the write came from.",
+    "kind": "The write's kind.",
+    "durability": "Durability class.",
+    "metadata": "Caller-supplied JSON.",
+    "status": "pending | placed | duplicate | parked.",
+    "error": "The last placement error (kept when parked).",
+    "attempts": "Failed placement attempts.",
+    "job_id": "The RQ job that carries the write.",
+    "received_at": "When the write was accepted.",
+    "settled_at": "When it was placed, recorded as a duplicate or parked.",
+    "memory_id": "The memory created (placed) or repeated (duplicate).",
+    "decision_id": "The decision that settled it.",
+}
+
+
 def _document() -> None:
     _comments("SCHEMA", "fabric_api",
               "fabric's stable SQL surface for analysts and the library: views and set-returning functions. "
@@ -303,39 +327,28 @@ def _document() -> None:
                "details": "What the event did (superseded, revived, out_of_order, ...), as JSON."})
     _comments("VIEW", "fabric_api.writes",
               "Intake: every accepted write and where it stands (pending, placed, duplicate, parked).",
-              {"org": "Tenant.",
-               "id": "Write id (the receipt id the library returned).",
-               "content": "The text written.",
-               "subject": "Structured key given by the caller: subject.",
-               "relation": "Structured key: relation.",
-               "value": "Structured key: value.",
-               "valid_from": "Valid time the caller gave (or the time of the write).",
-               "valid_to": "Valid end the caller gave, if any.",
-               "source": "Provenance: the system the write came from.",
-               "kind": "The write's kind.",
-               "durability": "Durability class.",
-               "metadata": "Caller-supplied JSON.",
-               "status": "pending | placed | duplicate | parked.",
-               "error": "The last placement error (kept when parked).",
-               "attempts": "Failed placement attempts.",
-               "job_id": "The RQ job that carries the write.",
-               "received_at": "When the write was accepted.",
-               "settled_at": "When it was placed, recorded as a duplicate or parked.",
-               "memory_id": "The memory created (placed) or repeated (duplicate).",
-               "decision_id": "The decision that settled it."})
+              _WRITE_COLUMNS)
     _comments("VIEW", "fabric_api.open_writes",
               "Writes not settled yet: pending (waiting for a worker) or parked (an admin must look; error "
               "says why).",
-              {"status": "pending | parked.", "error": "Why placement failed.", "attempts": "Failed attempts.",
-               "age": "now() - received_at.", "settled_at": "When it was parked."})
+              {**{k: _WRITE_COLUMNS[k] for k in ("org", "id", "status", "error", "attempts", "received_at",
+                                                 "job_id", "content", "subject", "relation", "value", "source",
+                                                 "kind")},
+               "status": "pending | parked.",
+               "settled_at": "When it was parked (NULL while pending).",
+               "age": "now() - received_at."})
     _comments("VIEW", "fabric_api.duplicates",
               "Writes recorded as duplicates, with the memory each one repeats.",
-              {"write_id": "The duplicate write.",
+              {**{k: _WRITE_COLUMNS[k] for k in ("org", "content", "subject", "relation", "value", "source",
+                                                 "kind", "received_at")},
+               "write_id": "The duplicate write.",
+               "settled_at": "When it was recorded as a duplicate.",
                "duplicate_of": "The memory it repeats.",
                "duplicate_of_content": "That memory's text.",
                "duplicate_of_source": "That memory's source.",
                "decision_id": "The duplicate decision.",
-               "validator": "Who decided it was a duplicate.",
+               "validator": "Who decided it was a duplicate (pregate: an exact repeat).",
+               "model": "The LLM model, when one decided.",
                "confidence": "The validator's confidence.",
                "reason": "Why."})
     _comments("VIEW", "fabric_api.orgs", "Tenants, registered on first write.",

@@ -1,0 +1,108 @@
+"""`fabric bench scale --quick`: the whole benchmark at its CI size, on the real services.
+
+Nothing here is timed against a threshold (the machine is shared); the test checks that every
+measure is produced, well-formed and plausible, that the baselines ran, and that the files exist."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+from typer.testing import CliRunner
+
+from fabric.bench import scale as sc
+from fabric.cli import app
+from fabric.errors import ValidationError
+
+DB_READS = ("search_now_large", "search_valid_at_large", "search_known_at_large", "search_now_small",
+            "search_valid_at_small", "search_known_at_small", "current_value", "walk_1000",
+            "belief_state_1000", "history")
+LIB_READS = ("lib_search_large", "lib_search_small", "lib_current_value", "lib_walk_1000",
+             "lib_belief_state_1000", "lib_history")
+SEARCHES = [r for r in DB_READS if r.startswith("search_")]
+
+
+def test_parse_sizes():
+    assert sc.parse_sizes("10k, 100k,1m") == [10_000, 100_000, 1_000_000]
+    assert sc.parse_sizes("100k,10k,10k") == [10_000, 100_000]
+    for bad in ("", "ten", "10q", "100"):
+        with pytest.raises(ValidationError) as exc:
+            sc.parse_sizes(bad)
+        assert exc.value.field == "sizes"
+
+
+def test_corpus_shape():
+    c = sc.build_corpus(sc.QUICK_SIZE, seed=3)
+    st = c.stats()
+    assert st["memories"] == sc.QUICK_SIZE and st["versions"] > st["memories"]
+    assert 0.2 <= st["not_current_fraction"] <= 0.4
+    assert st["large_org_memories"] / st["memories"] >= 0.5
+    assert c.org_sizes[c.belief_org] == sc.BELIEF_SIZE
+    # the subtree under its root holds exactly SUBTREE_SIZE nodes
+    children: dict[int, list[int]] = {}
+    for i, p in enumerate(c.parent):
+        children.setdefault(int(p), []).append(i)
+    stack, seen = [c.subtree_root], 0
+    while stack:
+        node = stack.pop()
+        seen += 1
+        stack.extend(children.get(node, []))
+    assert seen == sc.SUBTREE_SIZE
+    # versions respect the schema's interval checks
+    closed = c.v_vt < sc.NEVER
+    assert (c.v_vt[closed] >= c.v_vf[closed]).all()
+    expired = c.v_exp < sc.NEVER
+    assert (c.v_exp[expired] >= c.v_rec[expired]).all()
+
+
+def test_bench_scale_quick(database_url, redis_url, tmp_path):
+    out = tmp_path / "results"
+    runner = CliRunner()
+    res = runner.invoke(app, ["bench", "scale", "--quick", "--out", str(out), "--json"],
+                        env={"DATABASE_URL": database_url, "REDIS_URL": redis_url}, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    printed = json.loads(res.stdout)
+    written = json.loads((out / "scale.json").read_text())
+    assert printed["meta"]["sizes"] == written["meta"]["sizes"] == [sc.QUICK_SIZE]
+    assert (out / "scale.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    size = written["sizes"][0]
+    reads = size["reads"]
+    for name in DB_READS + LIB_READS + ("flat_pgvector_large", "flat_pgvector_small"):
+        r = reads[name]
+        assert r["n"] >= 10, name
+        assert 0 < r["p50_ms"] <= r["p95_ms"] <= r["p99_ms"], name
+        assert r["qps"] > 0, name
+    for name in SEARCHES + ["flat_pgvector_large", "flat_pgvector_small"]:
+        assert 0.0 <= reads[name]["recall_at_10"] <= 1.0, name
+    assert reads["search_now_large"]["recall_at_10"] >= 0.9
+    assert reads["walk_1000"]["rows_returned"] > 0
+    # a flat store returns memories that are no longer current; fabric's reads do not
+    assert reads["flat_pgvector_large"]["not_current_in_top10"] > 0
+    from fabric.bench.flat import chroma_available
+
+    if chroma_available()[0]:
+        for name in ("chroma_large", "chroma_small"):
+            assert 0.0 <= reads[name]["recall_at_10"] <= 1.0
+
+    ingest = size["ingest"]
+    assert ingest["embedder"]["texts_per_s"] > 0
+    for key in ("place_1_workers", "place_2_workers", "place_2_workers_with_embedding"):
+        run = ingest[key]
+        assert run["settled"] == run["writes"] and run["parked"] == 0, (key, run)
+        assert run["placements_per_s"] > 0
+        assert any(k.startswith("rule:") for k in run["decisions"]), run["decisions"]
+    assert ingest["write_accept"]["accepted_per_s"] > 0
+
+    disk = size["disk"]
+    assert disk["memory_tables_bytes_per_memory"] > disk["hnsw_bytes_per_memory"] > 0
+    assert disk["flat_pgvector_bytes_per_row"] > 0
+    assert size["explain"]["search_now_large"] and size["explain"]["walk_1000"]
+
+    targets = written["targets"]
+    assert len(targets) >= 10 and all(t["met"] in (True, False) for t in targets)
+
+    # the benchmark database was dropped
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        assert conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (size["database"],)).fetchone() is None

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.console import Console
 
 from .app import EXIT_ERROR, JsonOpt, console, connected, err_console, print_json
 from .bench import bench_app
@@ -48,9 +49,10 @@ def temporal(
     if as_json:
         print_json({k: v for k, v in results.items() if k not in ("queries", "cases", "placements")})
     else:
-        width = console.width if console.is_terminal else max(console.width, 120)
+        # Piped output gets a wide page rather than rich's 80 columns (tables are for reading).
+        page = console if console.is_terminal else Console(width=max(console.width, 130))
         for t in tables(results):
-            console.print(t, width=width)
+            page.print(t)
         for name, note in results["notes"].items():
             console.print(f"[yellow]{name}[/]: {note}")
         for name, bar in results["bar"].items():

@@ -1,0 +1,188 @@
+"""`fabric bench temporal` (issue 4): the quick benchmark on the real services, fabric's bar,
+the outputs, the flat baselines, and the generator's anti-cheat rules."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from fabric.bench import temporal as tb
+from fabric.bench.flat import ChromaFlat, FlatPgvector, chroma_available
+from fabric.cli import app
+
+# The quick run takes about a minute on an idle 2-core machine; leave room for a busy one.
+pytestmark = pytest.mark.timeout(900)
+
+
+# ------------------------------------------------------------------------------ the quick run
+
+
+@pytest.fixture(scope="module")
+def quick(fab, tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench-temporal")
+    return tb.run(fab, quick=True, seed=0, out=out), out
+
+
+def _rows(results, backend):
+    return {r["kind"]: r for r in results["by_kind"] if r["backend"] == backend}
+
+
+@pytest.mark.parametrize("backend", ["fabric-keys", "fabric-text"])
+def test_fabric_meets_its_bar(quick, backend):
+    results, _ = quick
+    rows = _rows(results, backend)
+    assert set(rows) == set(tb.KINDS)
+    for kind in tb.MUST_KINDS:
+        assert rows[kind]["queries"] >= tb.CASES_QUICK
+        assert rows[kind]["correct"] == rows[kind]["queries"], (kind, rows[kind])
+    summary = results["by_backend"][backend]
+    assert summary["stale_returned"] == 0
+    assert summary["escalations"] == 0
+    assert summary["false_approvals"] == 0
+    assert summary["validator_calls_per_write"] is not None and summary["validator_calls_per_write"] <= 1
+    assert summary["ingest_ms_per_write"] > 0 and summary["query_p95_ms"] >= summary["query_p50_ms"] > 0
+    assert results["bar"][backend] == {"ok": True, "failures": []}
+    # Every as-of question of fabric was answered right, and so was every multi-hop chain.
+    asof = [q for q in results["queries"] if q["backend"] == backend and q["asked"] != "now"
+            and q["kind"] in tb.MUST_KINDS]
+    assert asof and all(q["correct"] for q in asof)
+
+
+def test_flat_baselines_are_measured_in_the_same_run(quick):
+    results, _ = quick
+    flats = ["pgvector"] + (["chroma"] if chroma_available()[0] else [])
+    assert [b for b in results["backends"] if b in ("pgvector", "chroma")] == flats
+    for backend in flats:
+        rows = _rows(results, backend)
+        assert set(rows) == set(tb.KINDS)
+        for r in rows.values():
+            assert 0.0 <= r["accuracy"] <= 1.0 and r["queries"] > 0
+        s = results["by_backend"][backend]
+        assert s["writes"] == results["by_backend"]["fabric-keys"]["writes"]
+        assert s["escalation_rate"] is not None and s["stale_rate"] is not None
+        assert s["validator_calls_per_write"] is None
+    # Same questions for every backend.
+    qids = {b: sorted(q["qid"] for q in results["queries"] if q["backend"] == b) for b in results["backends"]}
+    assert len({tuple(v) for v in qids.values()}) == 1
+    if not chroma_available()[0]:
+        assert "chroma" in results["notes"]
+
+
+def test_outputs_are_written(quick):
+    results, out = quick
+    data = json.loads((out / "temporal.json").read_text())
+    assert data["run_id"] == results["run_id"] and data["quick"] is True
+    assert {r["backend"] for r in data["by_kind"]} == set(results["backends"])
+    assert len(data["queries"]) == len(results["queries"]) and data["cases"]
+    assert [b["behaviour"] for b in data["behaviours"]] == [b[0] for b in tb.BEHAVIOURS]
+    png = (out / "temporal.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    md = (out / "temporal.md").read_text()
+    assert "| staleness * |" in md and "fabric-text" in md
+
+
+def test_the_cli_runs_a_flat_only_benchmark(database_url, redis_url, tmp_path, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    res = CliRunner().invoke(app, ["bench", "temporal", "--backends", "pgvector", "--per-kind", "1",
+                                   "--no-worker", "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["backends"] == ["pgvector"] and data["bar"] == {}
+    assert (tmp_path / "temporal.json").is_file() and (tmp_path / "temporal.png").is_file()
+    bad = CliRunner().invoke(app, ["bench", "temporal", "--backends", "pgvector,nosuch", "--no-worker"])
+    assert bad.exit_code == 2 and "backends" in bad.output
+
+
+# ------------------------------------------------------------------------------ the generator
+
+
+def test_cases_are_reproducible_from_the_seed():
+    a, b, c = tb.generate(7, 3), tb.generate(7, 3), tb.generate(8, 3)
+    texts = lambda cases: [f.text for case in cases for f in case.facts.values()]  # noqa: E731
+    assert texts(a) == texts(b) and texts(a) != texts(c)
+    assert [k for k in tb.KINDS] == sorted({x.kind for x in a}, key=tb.KINDS.index)
+    assert len(tb.generate(0, tb.CASES_FULL)) == tb.CASES_FULL * len(tb.KINDS)
+    relations = {f.relation for case in tb.generate(0, tb.CASES_FULL) for f in case.facts.values()}
+    assert len(relations) >= 4
+
+
+def test_anti_cheat_refuses_surface_cues():
+    cases = tb.generate(0, 2)
+    tb.check_anti_cheat(cases)  # the generated cases pass
+    case = next(c for c in cases if c.kind == "staleness")
+    fid = case.phases[2][0]
+    f = case.facts[fid]
+    for text in (f.text[:-1] + " now.", f.text[:-1] + " since 2021.", "Currently, " + f.text,
+                 f.text[:-1] + " in March."):
+        case.facts[fid] = dataclasses.replace(f, text=text)
+        with pytest.raises(tb.BenchmarkError, match="recency word or date"):
+            tb.check_anti_cheat([case])
+    # A version in another style than its sibling is refused too.
+    other = tb.REL[f.relation].templates[(f.template + 1) % 3].format(s=f.subject, v=f.value)
+    case.facts[fid] = dataclasses.replace(f, text=other)
+    with pytest.raises(tb.BenchmarkError, match="differ in style"):
+        tb.check_anti_cheat([case])
+    case.facts[fid] = f
+    # Every org holds facts of the same relation about other subjects.
+    for d in [x for x in case.facts.values() if x.role == "distractor"][:2]:
+        del case.facts[d.fid]
+    with pytest.raises(tb.BenchmarkError, match="other subjects"):
+        tb.check_anti_cheat([case])
+
+
+def test_the_oracle_reads_the_timeline():
+    cases = {c.kind: c for c in tb.generate(3, 1)}
+    ooo = cases["out_of_order"]
+    versions = sorted((f for f in ooo.facts.values() if f.role == "version"), key=lambda f: f.valid_from)
+    now_q, then_q = ooo.queries
+    assert ooo.phases[1][-1] == versions[1].fid  # the newer one is written first
+    assert tb.expected_value(ooo, now_q.subject, now_q.relation) == versions[1].value
+    assert tb.expected_value(ooo, then_q.subject, then_q.relation, then_q.valid_at) == versions[0].value
+    ret = cases["retraction"]
+    old, correction = sorted((f for f in ret.facts.values() if f.role == "version"), key=lambda f: f.valid_from)
+    s, r = old.subject, old.relation
+    assert tb.expected_value(ret, s, r) == old.value
+    assert tb.expected_value(ret, s, r, known_phase=2) == correction.value
+
+
+# ------------------------------------------------------------------------------ the flat stores
+
+
+def _store_roundtrip(store):
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(4, 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    store.add(["a", "b", "c", "d"], ["A", "B", "C", "D"], vecs,
+              [{"n": i, "valid_from": "2020-01-01T00:00:00+00:00"} for i in range(4)])
+    assert store.count() == 4
+    hits = store.query(vecs[2], k=2)
+    assert [h.id for h in hits][0] == "c" and hits[0].text == "C" and hits[0].metadata["n"] == 2
+    assert abs(hits[0].score - 1.0) < 1e-4 and hits[0].score >= hits[1].score
+    store.delete(["c"])
+    assert "c" not in [h.id for h in store.query(vecs[2], k=4)] and store.count() == 3
+    with pytest.raises(Exception, match="dimension"):
+        store.query(np.zeros(5, dtype=np.float32), k=1)
+    store.drop()
+
+
+def test_flat_pgvector_interface(database_url, pg):
+    name = f"t_{uuid.uuid4().hex[:10]}"
+    store = FlatPgvector(database_url, name, dim=8)
+    assert store.table == f"fabric_bench.flat_{name}"
+    idx = pg.execute("SELECT indexdef FROM pg_indexes WHERE schemaname = 'fabric_bench' AND tablename = %s",
+                     (f"flat_{name}",)).fetchall()
+    assert any("hnsw" in r[0] and "vector_cosine_ops" in r[0] for r in idx)
+    _store_roundtrip(store)
+    assert pg.execute("SELECT to_regclass(%s)", (store.table,)).fetchone()[0] is None
+
+
+def test_chroma_flat_interface():
+    if not chroma_available()[0]:
+        pytest.skip("chromadb not installed (the optional bench extra)")
+    _store_roundtrip(ChromaFlat(f"t_{uuid.uuid4().hex[:10]}", dim=8))

@@ -59,7 +59,9 @@ def stop_postgres(data_dir: Path) -> bool:
     pgdata = data_dir / "pg"
     if not (pgdata / "postmaster.pid").exists():
         return False
-    from pgserver._commands import pg_ctl
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR on import
+        from pgserver._commands import pg_ctl
 
     user = "pgserver" if os.geteuid() == 0 else None
     try:

@@ -17,7 +17,7 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ..errors import ValidatorError
+from ..errors import FabricError
 from ..placement.intervals import ChainMember, plan_insert
 from ..placement.validator import Candidate, Decision, IncomingWrite, Validator, check_decision, pregate
 from ..read.search import vector_search
@@ -26,7 +26,7 @@ from ..types import Placement, utcnow
 
 log = logging.getLogger(__name__)
 
-MAX_RACE_RETRIES = 5
+MAX_RACE_RETRIES = 20
 
 
 @dataclass
@@ -112,7 +112,8 @@ def place_one(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndar
         else:
             stats.placed += 1
         return placement
-    raise ValidatorError(f"write {write.id}: candidates kept changing over {MAX_RACE_RETRIES} attempts")
+    # Not the validator's fault: let RQ's Retry run the job again later rather than park the write.
+    raise FabricError(f"write {write.id}: candidates kept changing over {MAX_RACE_RETRIES} attempts")
 
 
 def apply_decision(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, decision: Decision,

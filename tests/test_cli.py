@@ -1,0 +1,139 @@
+"""The admin CLI, run as a user runs it: the real `fabric` command in subprocesses (issue 5)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+
+import pytest
+
+from fabric.cli.admin import EXIT_BAD_LINES
+
+EXIT_USAGE, EXIT_NOT_FOUND = 2, 3
+
+
+@pytest.fixture
+def cli(fab, database_url, redis_url, data_dir):
+    """Run `fabric ARGS...` against the test services; the session worker places what it writes."""
+    env = dict(os.environ, DATABASE_URL=database_url, REDIS_URL=redis_url, FABRIC_DATA_DIR=str(data_dir),
+               FABRIC_QUEUE_NAME=fab.settings.queue_name, COLUMNS="200")
+    env.pop("FABRIC_RUN_WORKER", None)
+
+    def run(*args: str, input: str | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(["fabric", *args], env=env, input=input, capture_output=True, text=True,
+                              timeout=300)
+
+    return run
+
+
+def test_ingest_reports_bad_lines_by_number_and_keeps_the_good_ones(cli, fab, org, tmp_path, pg):
+    lines = [
+        {"content": "Ada Moreau works at Northwind.", "subject": "Ada Moreau", "relation": "employer",
+         "value": "Northwind", "valid_from": "2021-03-01T00:00:00Z", "source": "hr"},
+        "{this is not json",
+        {"content": "Ada Moreau lives in Lyon.", "subject": "Ada Moreau", "relation": "city", "value": "Lyon"},
+        "",
+        {"content": "   "},
+        {"content": "Ada is on the Pro plan.", "kind": "plan_tier"},
+        {"content": "Ada joined in 2021.", "valid_from": "2021-01-01"},
+        ["a", "list"],
+        {"content": "Ada Moreau works at Northwind.", "subject": "Ada Moreau", "relation": "employer",
+         "value": "Northwind", "valid_from": "2021-03-01T00:00:00Z", "source": "hr"},
+    ]
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n")
+
+    res = cli("ingest", str(path), "--org", org, "--json")
+    assert res.returncode == EXIT_BAD_LINES, res.stderr
+    out = json.loads(res.stdout)
+    assert [(b["line"], b["field"]) for b in out["bad_lines"]] == [
+        (2, "json"), (5, "content"), (6, "kind"), (7, "valid_from"), (8, "json")]
+    assert out["lines_ok"] == 3 and out["lines_bad"] == 5
+    # Waited for placement: two facts and one exact duplicate.
+    assert out["status"] == {"placed": 2, "duplicate": 1}
+    assert out["decisions"] == {"new_branch": 2, "duplicate": 1}
+    assert pg.execute("SELECT count(*) FROM fabric.writes WHERE org = %s", (org,)).fetchone()[0] == 3
+    assert fab.current_value("Ada Moreau", "city", org=org).value == "Lyon"
+
+    # The table form says the same to a person, with the line numbers on stderr.
+    res = cli("ingest", str(path), "--org", org)
+    assert res.returncode == EXIT_BAD_LINES
+    assert "line 2:" in res.stderr and "line 7: invalid valid_from" in res.stderr
+    assert "decision duplicate" in res.stdout
+
+
+def test_ingest_of_a_clean_file_exits_0_and_a_missing_file_is_usage(cli, org, tmp_path):
+    path = tmp_path / "ok.jsonl"
+    path.write_text(json.dumps({"content": "The Lyon office opens at 9am."}) + "\n")
+    res = cli("ingest", str(path), "--org", org, "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["status"] == {"placed": 1}
+    res = cli("ingest", str(tmp_path / "missing.jsonl"), "--org", org)
+    assert res.returncode == EXIT_USAGE and "no such file" in res.stderr
+
+
+def test_admin_commands_speak_json_and_exit_codes(cli, fab, org):
+    a = fab.wait(fab.write("The Lyon office opens at 9am.", org=org, source="facilities"), 60)
+    c = fab.wait(fab.write("The Lyon office opens at 10am.", org=org, source="facilities"), 60)
+    assert c.decision == "contradiction_fork"
+
+    res = cli("replay", "--org", org, "--root", str(a.memory_id), "--dry-run", "--json")
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(res.stdout)
+    assert rep["applied"] is False and rep["writes"] == 2 and rep["changed"] == 0
+
+    res = cli("decisions", "--org", org, "--kind", "contradiction_fork", "--sample", "5", "--json")
+    assert res.returncode == 0, res.stderr
+    assert [d["id"] for d in json.loads(res.stdout)] == [str(c.decision_id)]
+
+    res = cli("revert", str(c.decision_id), "--reason", "false contradiction", "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["reverted"] == str(c.decision_id)
+    assert fab.get(a.memory_id, org=org).state == "live"
+    res = cli("revert", str(c.decision_id))  # twice: refused, an error, not a crash
+    assert res.returncode == 1 and "already reverted" in res.stderr
+
+    res = cli("invalidate-source", "facilities", "--org", org, "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["invalidated"] == 1
+
+    res = cli("stats", "--org", org, "--json")
+    assert res.returncode == 0, res.stderr
+    s = json.loads(res.stdout)[org]
+    assert s["writes"] == {"placed": 2}
+    assert s["decisions"]["revert"] == 1 and s["decisions"]["invalidate_source"] == 1
+    assert s["memories"] == {"live": 1, "retracted": 1}
+
+
+def test_unknown_org_and_ids_are_clear_errors(cli, fab, org):
+    a = fab.wait(fab.write("The Lyon office opens at 9am.", org=org), 60)
+    nobody = f"nobody-{uuid.uuid4().hex[:6]}"
+    res = cli("decisions", "--org", nobody)
+    assert res.returncode == EXIT_NOT_FOUND and f"no org '{nobody}'" in res.stderr
+    res = cli("stats", "--org", nobody, "--json")
+    assert res.returncode == EXIT_NOT_FOUND
+    res = cli("replay", "--org", org, "--root", str(uuid.uuid4()))
+    assert res.returncode == EXIT_NOT_FOUND and "no memory" in res.stderr
+    res = cli("revert", str(uuid.uuid4()))
+    assert res.returncode == EXIT_NOT_FOUND and "no decision" in res.stderr
+    res = cli("revert", "not-an-id")
+    assert res.returncode == EXIT_USAGE and "decision_id" in res.stderr
+    res = cli("replay", "--org", org, "--root", str(a.memory_id), "--dry-run", "--apply")
+    assert res.returncode == EXIT_USAGE
+    res = cli("decisions", "--org", org, "--kind", "guess")
+    assert res.returncode == EXIT_USAGE and "--kind" in res.stderr
+
+
+def test_every_admin_command_has_an_example_in_its_help():
+    from typer.testing import CliRunner
+
+    from fabric.cli import app
+
+    runner = CliRunner()
+    for cmd in (["ingest"], ["replay"], ["revert"], ["decisions"], ["stats"], ["invalidate-source"],
+                ["bench", "replay"]):
+        res = runner.invoke(app, [*cmd, "--help"], env={"COLUMNS": "200"})
+        assert res.exit_code == 0, cmd
+        assert "Example:" in res.output, cmd

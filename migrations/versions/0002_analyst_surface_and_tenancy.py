@@ -101,30 +101,39 @@ def _tenancy() -> None:
         CONSTRAINT pk_tenant_grants PRIMARY KEY (role, org)
     );
 
+    -- Both functions run with the caller's rights (current_user is the querying role) and are
+    -- PL/pgSQL, so each session plans their bodies once: a policy calls them once per query
+    -- (an InitPlan) for a few microseconds. search_path is pinned so that a caller's own
+    -- search_path cannot redirect a name or operator in them.
+
     -- True for those the tenancy rule does not bind: whoever row-level security does not apply to
     -- on fabric's tables (the owner, superusers, BYPASSRLS roles), and analysts. A service role is
     -- bound even when it is also an analyst. Reads catalogs only, so any role may call it.
-    CREATE FUNCTION fabric.sees_all_orgs() RETURNS boolean LANGUAGE sql STABLE
+    CREATE FUNCTION fabric.sees_all_orgs() RETURNS boolean LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp AS $$
-        SELECT CASE
-            WHEN NOT pg_catalog.row_security_active((
+    BEGIN
+        IF NOT pg_catalog.row_security_active((
                 SELECT c.oid FROM pg_catalog.pg_class c
                 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-                WHERE n.nspname = 'fabric' AND c.relname = 'memories')) THEN true
-            WHEN pg_catalog.pg_has_role('fabric_service', 'USAGE') THEN false
-            WHEN pg_catalog.pg_has_role('fabric_analyst', 'USAGE') THEN true
-            ELSE false
-        END
+                WHERE n.nspname = 'fabric' AND c.relname = 'memories')) THEN
+            RETURN true;
+        END IF;
+        IF pg_catalog.pg_has_role('fabric_service', 'USAGE') THEN
+            RETURN false;
+        END IF;
+        RETURN pg_catalog.pg_has_role('fabric_analyst', 'USAGE');
+    END
     $$;
 
     -- The org this connection acts for: the one set in fabric.org, if granted to current_user.
     -- NULL (nothing visible) when unset or not granted: SET fabric.org = 'B' alone opens nothing.
-    -- The SET clause also keeps the planner from inlining it, which would parse the body (and
-    -- look up fabric.tenant_grants) even for an analyst, who has no right on schema fabric.
-    CREATE FUNCTION fabric.tenant_org() RETURNS text LANGUAGE sql STABLE
+    -- (An analyst, who has no right on schema fabric, never calls it: the policy's CASE stops first.)
+    CREATE FUNCTION fabric.tenant_org() RETURNS text LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp AS $$
-        SELECT g.org FROM fabric.tenant_grants g
-        WHERE g.role = current_user::text AND g.org = pg_catalog.current_setting('fabric.org', true)
+    BEGIN
+        RETURN (SELECT g.org FROM fabric.tenant_grants g
+                WHERE g.role = current_user::text AND g.org = pg_catalog.current_setting('fabric.org', true));
+    END
     $$;
 
     ALTER TABLE fabric.tenant_grants ENABLE ROW LEVEL SECURITY;

@@ -44,8 +44,9 @@ def tenants(fab: Fabric, database_url: str):
                                    value="Initech", valid_from=t(2020)), timeout=60)
         fix = fab.wait(fab.write("Dana works at Hooli.", org=org, subject="Dana", relation="employer",
                                  value="Hooli", valid_from=t(2024)), timeout=60)
-        fab.wait(fab.write("Dana works at Hooli.", org=org), timeout=60)
-        placed[org] = {"first": first, "fix": fix}
+        dup = fab.wait(fab.write("Dana works at Hooli.", org=org), timeout=60)
+        assert (first.decision, fix.decision, dup.decision) == ("new_branch", "contradiction_fork", "duplicate")
+        placed[org] = {"first": first, "fix": fix, "dup": dup}
     name = f"svc_{tag}"
     with psycopg.connect(database_url) as conn:
         roles.create_service(conn, name, orgs=[a])
@@ -235,7 +236,19 @@ def test_library_as_service_works_for_its_org(svc, tenants):
     retraction = svc.retract(p.memory_id, org=a, reason="not in Palo Alto")
     with pytest.raises(NotFound):
         svc.get(p.memory_id, org=a)  # retracted: no current version
-    assert retraction is not None
+    assert [d.id for d in svc.decisions(org=a, action="retract")] == [retraction]
+
+
+def test_library_as_service_reverts_in_its_org(svc, pg, tenants):
+    """A revert writes to every table but orgs (a memory, its version, a decision, the write)."""
+    a, dup = tenants["a"], tenants["placed"][tenants["a"]]["dup"]
+    event = svc.revert(dup.decision_id, org=a, reason="not a duplicate after all")
+    row = pg.execute("SELECT status, memory_id FROM fabric.writes WHERE org = %s AND id = %s",
+                     (a, dup.write_id)).fetchone()
+    assert row[0] == "placed" and row[1] != dup.memory_id
+    assert svc.get(row[1], org=a).content == "Dana works at Hooli."
+    assert pg.execute("SELECT reverted_by FROM fabric.decisions WHERE org = %s AND id = %s",
+                      (a, dup.decision_id)).fetchone()[0] == event
 
 
 def test_library_as_service_gets_nothing_of_another_org(svc, tenants):

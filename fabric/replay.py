@@ -6,8 +6,8 @@ How it works (one transaction, under the org's placement lock):
    links in both directions (a contradiction of a root starts a new root, so one fact's versions can
    span branches). The writes: those whose current memory is in the family, plus those recorded as
    duplicates of one, in their original transaction-time order (the time of their first placement).
-2. Undo: every placement of those writes is taken back, newest first (`retract_memory`: the node's
-   current version expires, what it superseded is believed again).
+2. Undo: every placement of those writes is taken back: their nodes' current versions expire (and,
+   as `retract_memory` does, a memory one of them superseded is believed again as before).
 3. Redo: each write is placed again, in order, with the chosen validator: candidates are gathered
    from the scratch state (the family as re-placed so far, plus the rest of the org as it stood when
    the write was first placed — memories of other branches that entered the tree later are left out,
@@ -44,7 +44,6 @@ from .placement.validator import Candidate, Decision, IncomingWrite, Validator
 from .sql import q
 from .types import as_uuid, check_org
 from .write.apply import apply_decision, decide
-from .write.retract import retract_memory
 
 if TYPE_CHECKING:
     from .api import Fabric
@@ -194,34 +193,38 @@ def _run(fab: "Fabric", conn: psycopg.Connection, org: str, rid: uuid.UUID, v: V
         "latency_ms": None, "prompt_tokens": None, "completion_tokens": None, "now": now, "reverts": None,
         "replay_id": replay_id, "details": Jsonb({"root": str(rid), "validator": vname})})
 
-    # 2. Undo, newest first.
-    for r in reversed(rows):
-        if r["status"] == "placed":
-            retract_memory(conn, org, r["memory_id"], now, replay_id)
+    # 2. Undo. Every node the replay re-places stops being believed (one statement); a memory they had
+    # superseded that is not itself re-placed is believed again as before (`retract_memory`'s rule).
+    undone = [r["memory_id"] for r in rows if r["status"] == "placed"]
+    conn.execute(q("replay_expire_nodes"), {"org": org, "ids": undone, "now": now})
+    for sup in conn.execute(q("replay_superseded_outside"), {"org": org, "ids": undone}).fetchall():
+        _revive(conn, org, sup, now, replay_id)
 
     # 3. Redo, oldest first.
+    conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(s.ef_search, s.neighbours_k)),))
     conn.execute(q("replay_members_create"))
     conn.execute(q("replay_members_add"), {"ids": family})
     writer: dict[uuid.UUID, uuid.UUID | None] = {r["memory_id"]: r["id"] for r in rows if r["status"] == "placed"}
-    for r in rows:
-        write = IncomingWrite(org=org, id=r["id"], content=r["content"], valid_from=r["valid_from"],
-                              valid_to=r["valid_to"], subject=r["subject"], relation=r["relation"],
-                              value=r["value"], source=r["source"], kind=r["kind"], durability=r["durability"],
-                              metadata=r["metadata"] or {})
-        vec = vecs[r["id"]]
-        cands, key_rows = _candidates(conn, write, vec, r["placed_at"], k=s.neighbours_k, ef_search=s.ef_search)
-        decision = decide(write, cands, v, near_similarity=s.near_similarity)
-        if decision.called:
-            report.validator_calls += 1
-        change = _replace(conn, write, vec, decision, cands, key_rows, now, r, replay_id, writer)
-        if change is None:
-            report.unchanged += 1
-            continue
-        report.changes.append(change)
-        if change.new_memory is not None and change.new_kind != "duplicate" and change.new_memory != r["memory_id"]:
-            conn.execute(q("replay_members_add"), {"ids": [change.new_memory]})
-            writer[change.new_memory] = r["id"]
-            report.new_nodes += 1
+    with conn.pipeline():  # statements whose results nobody reads ride along with the next query
+        for r in rows:
+            write = IncomingWrite(org=org, id=r["id"], content=r["content"], valid_from=r["valid_from"],
+                                  valid_to=r["valid_to"], subject=r["subject"], relation=r["relation"],
+                                  value=r["value"], source=r["source"], kind=r["kind"], durability=r["durability"],
+                                  metadata=r["metadata"] or {})
+            vec = vecs[r["id"]]
+            cands, key_rows = _candidates(conn, write, vec, r["placed_at"], k=s.neighbours_k)
+            decision = decide(write, cands, v, near_similarity=s.near_similarity)
+            if decision.called:
+                report.validator_calls += 1
+            change = _replace(conn, write, vec, decision, cands, key_rows, now, r, replay_id, writer)
+            if change is None:
+                report.unchanged += 1
+                continue
+            report.changes.append(change)
+            if change.new_memory is not None and change.new_kind != "duplicate" and change.new_memory != r["memory_id"]:
+                conn.execute(q("replay_members_add"), {"ids": [change.new_memory]})
+                writer[change.new_memory] = r["id"]
+                report.new_nodes += 1
 
     # 4. Compact, 5. diff.
     _compact(conn, org, now)
@@ -240,13 +243,12 @@ _NEAR_EXACT = ("WITH qualifying AS MATERIALIZED (\n" + _NEAR + "\n)\n"
 
 
 def _candidates(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray, placed_at: datetime, *,
-                k: int, ef_search: int) -> tuple[list[Candidate], list[dict[str, Any]]]:
+                k: int) -> tuple[list[Candidate], list[dict[str, Any]]]:
     """`gather_candidates` as of the write's first placement: the k nearest live memories plus every
     memory believed under the write's key, leaving out memories of other branches that entered the
     tree after it was first placed. The as-of filter runs before the top-k cut, so later memories
     cannot crowd out the neighbours the write had."""
     params = {"org": write.org, "q": vec, "k": k, "placed_at": placed_at}
-    conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(ef_search, k)),))
     rows = conn.execute(_NEAR_ANN, params).fetchall()
     if len(rows) < k:
         rows = conn.execute(_NEAR_EXACT, params).fetchall()
@@ -266,6 +268,18 @@ def _candidate(r: dict[str, Any], similarity: float, key_match: bool) -> Candida
                      valid_to=r["valid_to"], parent_id=r["parent_id"], root_id=r["root_id"], depth=r["depth"],
                      version=r["version"], subject=r["subject"], relation=r["relation"], value=r["value"],
                      key_match=key_match)
+
+
+def _revive(conn: psycopg.Connection, org: str, sup: dict[str, Any], now: datetime, decision_id: uuid.UUID) -> None:
+    """Believe a memory again as it was before the (taken back) node superseded it."""
+    prev = conn.execute(q("version_before_supersession"), {
+        "org": org, "memory_id": sup["memory_id"], "version": sup["version"], "by": sup["superseded_by"]}).fetchone()
+    if prev is None:  # written already superseded (late history): back to how it was written
+        orig = conn.execute(q("original_valid_to"), {"org": org, "memory_id": sup["memory_id"]}).fetchone()
+        prev = {"valid_to": orig["valid_to"] if orig else None, "state": "live", "superseded_by": None}
+    conn.execute(q("revise_version"), {
+        "org": org, "memory_id": sup["memory_id"], "valid_to": prev["valid_to"], "state": prev["state"],
+        "superseded_by": prev["superseded_by"], "decision_id": decision_id, "now": now})
 
 
 def _target_writer(conn: psycopg.Connection, org: str, mid: uuid.UUID | None,

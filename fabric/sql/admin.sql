@@ -191,3 +191,14 @@ FROM fabric.memories m
 JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id AND v.expired_at IS NULL
 WHERE m.org = %(org)s AND m.subject = %(subject)s AND m.relation = %(relation)s
   AND (m.created_at <= %(placed_at)s OR EXISTS (SELECT 1 FROM pg_temp.replay_members r WHERE r.id = m.id))
+
+-- name: replay_expire_nodes
+-- Undo, in one statement: the store stops believing the nodes a replay re-places.
+UPDATE fabric.memory_versions SET expired_at = %(now)s
+WHERE org = %(org)s AND memory_id = ANY(%(ids)s) AND expired_at IS NULL
+
+-- name: replay_superseded_outside
+-- Memories still believed as superseded by a node the replay took back (to believe them as before).
+SELECT memory_id, version, superseded_by FROM fabric.memory_versions
+WHERE org = %(org)s AND superseded_by = ANY(%(ids)s) AND expired_at IS NULL
+

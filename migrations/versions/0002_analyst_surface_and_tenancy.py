@@ -11,7 +11,8 @@ Tenancy
   rows for any other org.
 * `fabric_analyst` (NOLOGIN group): SELECT on the fabric_api views only (all orgs), no table
   privileges, no writes.
-* `fabric_reader` (NOLOGIN, no members): owns the fabric_api views. A view runs with its owner's
+* `fabric_reader` (NOLOGIN; no members, save a migrating role that is not a superuser, which
+  must be one to hand the views over): owns the fabric_api views. A view runs with its owner's
   privileges, so an analyst reads it without any right on fabric's tables; row-level security
   applies to the owner `fabric_reader`, and its policy (`api_reader`) shows every org to those
   the tenancy rule does not bind (the table owner, superusers, analysts) and only
@@ -135,6 +136,13 @@ def _tenancy() -> None:
                 WHERE g.role = current_user::text AND g.org = pg_catalog.current_setting('fabric.org', true));
     END
     $$;
+
+    COMMENT ON TABLE fabric.tenant_grants IS
+        'Which orgs each service role (a member of fabric_service) may act for; `fabric roles grant/revoke`.';
+    COMMENT ON FUNCTION fabric.sees_all_orgs() IS
+        'Tenancy: true for the table owner, superusers and analysts (every org), false for a service role.';
+    COMMENT ON FUNCTION fabric.tenant_org() IS
+        'Tenancy: the org set on the connection (fabric.org) if granted to current_user, else NULL.';
 
     ALTER TABLE fabric.tenant_grants ENABLE ROW LEVEL SECURITY;
     CREATE POLICY own_grants ON fabric.tenant_grants FOR SELECT TO fabric_service

@@ -163,3 +163,33 @@ def _versions(pg, org):
                                    "ORDER BY memory_id, version", (org,)).fetchall():
         out.setdefault(mid, []).append(version)
     return out
+
+
+def test_replay_with_the_llm_validator(database_url, redis_url, data_dir, fab, org, pg):
+    """The rule validator calls a changed meeting time a correction; an LLM (a scripted OpenAI-compatible
+    server on 127.0.0.1, reached through the real openai client) says these are two different meetings."""
+    from tests.openai_stub import OpenAIStub, answer, by_content
+
+    first = put(fab, org, "The design review is on Monday at 10am.")
+    second = put(fab, org, "The design review is on Monday at 11am.")
+    assert second.decision == "contradiction_fork"
+    stub = OpenAIStub(model="stub-model")
+    try:
+        stub.script(default=by_content([("11am", answer("new_branch", reason="a second review, not a move"))],
+                                       fallback=answer("new_branch")))
+        with Fabric.connect(database_url, redis_url, data_dir=data_dir, run_worker=False, auto_migrate=False,
+                            openai_base_url=stub.base_url, openai_api_key="k", llm_model="stub-model") as admin:
+            before = snapshot(pg, org)
+            dry = admin.replay(org, first.memory_id, validator="llm")
+            assert snapshot(pg, org) == before
+            assert [(c.old_kind, c.new_kind, c.validator) for c in dry.changes] == [
+                ("contradiction_fork", "new_branch", "llm")]
+            assert dry.validator_calls == 1 and stub.count == 1  # the first write needs no call: nothing near
+            assert [f.memory_id for f in dry.revived] == [first.memory_id]
+            done = admin.replay(org, first.memory_id, validator="llm", apply=True)
+        assert done.changes[0].reason == "a second review, not a move"
+        assert fab.get(first.memory_id, org=org).state == "live"
+        rec = next(d for d in fab.decisions(org=org, action="replay") if d.kind == "new_branch")
+        assert rec.validator == "llm" and rec.model == "stub-model"
+    finally:
+        stub.close()

@@ -160,6 +160,8 @@ def build_metadata(dim: int = 384) -> MetaData:
         Column("org", Text, nullable=False),
         Column("granted_at", TS, nullable=False, server_default=text("now()")),
         PrimaryKeyConstraint("role", "org"),
+        comment="Which orgs each service role (a member of fabric_service) may act for; "
+                "`fabric roles grant/revoke`.",
     )
     return md
 

@@ -203,14 +203,17 @@ def replay(
     if as_json:
         print_json(report)
         return
-    table = Table(title=f"replay of {root} in {org} with the {validator} validator")
-    for col in ("write", "content", "before", "after", "target before → after", "change", "reason"):
-        table.add_column(col, no_wrap=col in ("write", "before", "after"))
-    for ch in report.changes:
-        table.add_row(_short(ch.write_id), _clip(ch.content, 50), ch.old_kind or "", ch.new_kind,
-                      f"{_short(ch.old_target) or '-'} → {_short(ch.new_target) or '-'}", ch.change,
-                      _clip(ch.reason, 50))
-    console.print(table)
+    if report.changes:
+        table = Table(title=f"placements that change (replay of {_short(root)} in {org}, {validator} validator)")
+        for col in ("write", "content", "before", "after", "target before → after", "change", "reason"):
+            table.add_column(col, no_wrap=col in ("write", "before", "after"))
+        for ch in report.changes:
+            table.add_row(_short(ch.write_id), _clip(ch.content, 50), ch.old_kind or "", ch.new_kind,
+                          f"{_short(ch.old_target) or '-'} → {_short(ch.new_target) or '-'}", ch.change,
+                          _clip(ch.reason, 50))
+        console.print(table)
+    else:
+        console.print(f"no placement changes (replay of {root} in {org}, {validator} validator)")
     facts = [("superseded", f) for f in report.superseded] + [("revived", f) for f in report.revived] + \
             [("added", f) for f in report.added] + [("removed", f) for f in report.removed]
     if facts:
@@ -282,12 +285,15 @@ def decisions(
         print_json(rows)
         return
     table = Table(title=f"decisions of {org}" + (f" (random sample of {sample})" if sample else ""))
-    for col in ("id", "at", "action", "kind", "validator", "conf", "memory", "target", "reverted by", "reason"):
-        table.add_column(col, no_wrap=col in ("id", "at", "action", "kind"))
+    table.add_column("id", no_wrap=True)
+    table.add_column("at", no_wrap=True)
+    table.add_column("decision", no_wrap=True)
+    table.add_column("by", no_wrap=True)
+    table.add_column("reason", ratio=1, overflow="fold")
     for d in rows:
-        table.add_row(str(d.id), fmt_time(d.created_at), d.action, d.kind or "", d.validator or "",
-                      f"{d.confidence:.2f}" if d.confidence is not None else "", _short(d.memory_id),
-                      _short(d.target_id), _short(d.reverted_by), _clip(d.reason, 60))
+        what = d.action + (f":{d.kind}" if d.kind else "") + (" [reverted]" if d.reverted_by else "")
+        by = (d.validator or "") + (f" {d.confidence:.2f}" if d.confidence is not None else "")
+        table.add_row(str(d.id), d.created_at.strftime("%Y-%m-%d %H:%M:%S"), what, by, d.reason or "")
     console.print(table)
 
 

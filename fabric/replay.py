@@ -14,6 +14,7 @@ How it works (one transaction, under the org's placement lock):
    so a replay cannot see the future). A write whose placement is unchanged keeps its node (a new
    version reinstates it); a write whose placement changed gets a new node through `apply_decision`
    (nodes are immutable) with an action='replay' decision carrying the replay's id.
+   A valid time an admin ended (`invalidate_source`) is carried over to the re-placed memory.
 4. Compact: for every memory whose belief ends up as it was, the versions recorded in this replay are
    dropped and the previous one is believed again — so only real changes leave new versions, and
    versions recorded and expired within the replay (never visible to any known_at) are dropped.
@@ -217,6 +218,7 @@ def _run(fab: "Fabric", conn: psycopg.Connection, org: str, rid: uuid.UUID, v: V
             if decision.called:
                 report.validator_calls += 1
             change = _replace(conn, write, vec, decision, cands, key_rows, now, r, replay_id, writer)
+            _keep_ended(conn, org, r, change, now)
             if change is None:
                 report.unchanged += 1
                 continue
@@ -268,6 +270,27 @@ def _candidate(r: dict[str, Any], similarity: float, key_match: bool) -> Candida
                      valid_to=r["valid_to"], parent_id=r["parent_id"], root_id=r["root_id"], depth=r["depth"],
                      version=r["version"], subject=r["subject"], relation=r["relation"], value=r["value"],
                      key_match=key_match)
+
+
+def _keep_ended(conn: psycopg.Connection, org: str, r: dict[str, Any], change: ReplayChange | None,
+                now: datetime) -> None:
+    """A valid time ended by an admin action (a source invalidation: live, no successor, ending before the
+    write said) is not a placement: it carries over to the write's re-placed memory."""
+    ended = r["cur_valid_to"]
+    if not (r["status"] == "placed" and r["cur_state"] == "live" and r["cur_superseded_by"] is None
+            and ended is not None and (r["valid_to"] is None or ended < r["valid_to"])):
+        return
+    if change is None:
+        mid = r["memory_id"]
+    elif change.new_kind != "duplicate" and change.new_memory is not None:
+        mid = change.new_memory
+    else:
+        return
+    cur = conn.execute(q("replay_current_version"), {"org": org, "memory_id": mid}).fetchone()
+    if (cur is not None and cur["state"] == "live" and cur["superseded_by"] is None and cur["valid_from"] < ended
+            and (cur["valid_to"] is None or cur["valid_to"] > ended)):
+        conn.execute(q("end_valid_time"), {"org": org, "memory_id": mid, "valid_to": ended,
+                                           "decision_id": r["cur_decision_id"], "now": now})
 
 
 def _revive(conn: psycopg.Connection, org: str, sup: dict[str, Any], now: datetime, decision_id: uuid.UUID) -> None:

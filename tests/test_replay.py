@@ -193,3 +193,16 @@ def test_replay_with_the_llm_validator(database_url, redis_url, data_dir, fab, o
         assert rec.validator == "llm" and rec.model == "stub-model"
     finally:
         stub.close()
+
+
+def test_replay_keeps_a_source_invalidation(strict, fab, org):
+    a = put(fab, org, "The Lyon office opens at 9am.", valid_from=T(2020), source="facilities")
+    b = put(fab, org, "The Lyon office opens at 9am and closes at 6pm on weekdays.", valid_from=T(2020),
+            source="facilities")
+    assert fab.invalidate_source("facilities", org=org, at=T(2022)) == 2
+    same = fab.replay(org, a.memory_id, apply=True)
+    assert same.changes == [] and fab.get(a.memory_id, org=org).valid_to == T(2022)
+    assert fab.get(a.memory_id, org=org).version == 2  # nothing re-recorded
+    moved = strict.replay(org, a.memory_id, apply=True)  # b becomes a branch of its own, on a new node
+    new_b = next(ch.new_memory for ch in moved.changes if ch.write_id == b.write_id)
+    assert fab.get(new_b, org=org).valid_to == T(2022)

@@ -33,7 +33,8 @@ SELECT w.org, w.id, w.content, w.subject, w.relation, w.value, w.valid_from, w.v
        d.kind AS old_kind, d.target_id AS old_target, tm.write_id AS old_target_write,
        m.parent_id AS node_parent, m.root_id AS node_root, m.depth AS node_depth, m.subject AS node_subject,
        m.relation AS node_relation, m.value AS node_value, m.placement AS node_placement,
-       m.embedding AS node_embedding,
+       m.embedding AS node_embedding, cv.valid_to AS cur_valid_to, cv.state AS cur_state,
+       cv.superseded_by AS cur_superseded_by, cv.decision_id AS cur_decision_id,
        coalesce((SELECT min(p.created_at) FROM fabric.decisions p
                  WHERE p.org = w.org AND p.write_id = w.id AND p.action = 'place'), w.received_at) AS placed_at
 FROM fabric.writes w
@@ -202,3 +203,8 @@ WHERE org = %(org)s AND memory_id = ANY(%(ids)s) AND expired_at IS NULL
 SELECT memory_id, version, superseded_by FROM fabric.memory_versions
 WHERE org = %(org)s AND superseded_by = ANY(%(ids)s) AND expired_at IS NULL
 
+
+-- name: replay_current_version
+-- A memory's current version (to carry an ended valid time over a replay).
+SELECT valid_from, valid_to, state, superseded_by FROM fabric.memory_versions
+WHERE org = %(org)s AND memory_id = %(memory_id)s AND expired_at IS NULL

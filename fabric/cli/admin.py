@@ -16,6 +16,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .. import queue as fq
 from ..errors import ValidationError
 from ..types import DECISION_KINDS
 from .app import (
@@ -124,7 +125,7 @@ def ingest(
                     flush()
             flush()
             summary = _summary(fab, receipts)
-            timed_out = False
+            timed_out, worker_note = False, ""
             if wait and receipts:
                 place = progress.add_task("placing", total=len(receipts))
                 deadline = time.monotonic() + timeout
@@ -134,8 +135,10 @@ def ingest(
                     progress.update(place, completed=len(receipts) - pending_n)
                     if pending_n == 0:
                         break
-                    if time.monotonic() > deadline:
-                        timed_out = True
+                    if time.monotonic() > deadline or (
+                            time.monotonic() > deadline - timeout + 10 and not fq.listening_workers(fab.queue)):
+                        timed_out = True  # out of time, or nobody is there to place them
+                        worker_note = fab._worker_report()
                         break
                     time.sleep(0.2)
     result = {"lines_ok": len(receipts), "lines_bad": len(bad), "bad_lines": bad, **summary}
@@ -144,7 +147,7 @@ def ingest(
     else:
         for b in bad:
             err_console.print(f"[yellow]line {b['line']}:[/] invalid {b['field']}: {b['error']}")
-        table = Table(title=f"ingest {file}: {len(receipts)} written, {len(bad)} bad line(s) skipped")
+        table = Table(title=f"{len(receipts)} written, {len(bad)} bad line(s) skipped")
         table.add_column("placement")
         table.add_column("count", justify="right")
         for status, n in sorted(summary["status"].items()):
@@ -153,8 +156,8 @@ def ingest(
             table.add_row(f"decision {kind}", str(n))
         console.print(table)
     if timed_out:
-        err_console.print(f"[red]timeout:[/] {summary['status'].get('pending', 0)} write(s) still pending after "
-                          f"{timeout}s (they stay queued)")
+        err_console.print(f"[red]timeout:[/] {summary['status'].get('pending', 0)} write(s) still pending "
+                          f"(accepted and queued; they stay so): {worker_note}")
         raise typer.Exit(EXIT_TIMEOUT)
     if bad:
         raise typer.Exit(EXIT_BAD_LINES)

@@ -99,6 +99,24 @@ def test_the_cli_runs_a_flat_only_benchmark(database_url, redis_url, tmp_path, m
     assert bad.exit_code == 2 and "backends" in bad.output
 
 
+def test_retracting_the_middle_of_three_versions_keeps_the_last_one_current(fab, org):
+    """The minimal form of the benchmark's middle-retraction case (retraction, odd cases): after
+    retracting V2 of V1 -> V2 -> V3, V1 held until V3's valid_from, and only V3 holds now."""
+    from datetime import datetime, timezone
+
+    def put(year, city):
+        return fab.wait(fab.write(f"Ada Moreau lives in {city}.", org=org, subject="Ada Moreau",
+                                  relation="home_city", value=city,
+                                  valid_from=datetime(year, 1, 1, tzinfo=timezone.utc)), 60)
+
+    v1, v2, v3 = put(2018, "Lyon"), put(2020, "Porto"), put(2022, "Tallinn")
+    fab.retract(v2.memory_id, org=org, reason="Porto was wrong")
+    held_now = sorted(m.value for m in fab.belief_state(org=org))
+    assert held_now == ["Tallinn"], f"held now after retracting the middle version: {held_now}"
+    first = fab.get(v1.memory_id, org=org)
+    assert first.valid_to == datetime(2022, 1, 1, tzinfo=timezone.utc) and first.superseded_by == v3.memory_id
+
+
 # ------------------------------------------------------------------------------ the generator
 
 

@@ -7,9 +7,13 @@ Cases (generated from a seed; each case runs in its own org / store):
   static        one fact, asked now (the control)
   staleness     2 or 3 versions of a single-valued fact, asked now: expect the newest
   historical    the same, asked at a valid time between versions: expect the one valid then
-  out_of_order  the newer version arrives first, the older second; asked now and in between
-  known_at      asked "as known" at a moment between two writes: expect what the store believed then
-  retraction    a correction is retracted; asked now (the older fact again) and as known before
+  out_of_order  the newer version arrives first, the older second (or, of three, the middle one
+                last); asked now and in between
+  known_at      asked "as known" at a moment between two writes: expect what the store believed
+                then (with three versions also about an earlier valid time: the audit question)
+  retraction    a correction is retracted; asked now (the older fact again) and as known before;
+                or the middle of three versions is retracted: the last still holds now, the first
+                held in between, and as known before the retraction the middle one did
   duplicate     a fact written twice (the same words, or a paraphrase): one live memory
   refinement    a fact and a more detailed version of it: both live, the detail reachable
   multi_hop     the city of the headquarters of the company a person worked for at T: both hops
@@ -76,9 +80,10 @@ BEHAVIOURS: tuple[tuple[str, tuple[str, ...], str], ...] = (
 )
 ALL_BACKENDS: tuple[str, ...] = ("fabric-keys", "fabric-text", "pgvector", "chroma")
 CASES_FULL, CASES_QUICK = 20, 4
+DISTRACTORS_FULL, DISTRACTORS_QUICK = 3, 2
 TOP_K = 5
 MAX_RETRIES = 2
-LAST_PHASE = 3
+LAST_PHASE = 4
 WAIT_TIMEOUT = 600.0
 
 # ---------------------------------------------------------------------------------------- the cases
@@ -256,9 +261,10 @@ class _Names:
 class _Builder:
     """Builds one case: facts placed in phases, retractions, queries."""
 
-    def __init__(self, cid: str, kind: str, rng: random.Random):
+    def __init__(self, cid: str, kind: str, rng: random.Random, distractors: int = 3):
         self.case = Case(cid, kind)
         self.rng = rng
+        self.n_distractors = distractors
         self.names = _Names(rng)
         self.n = 0
 
@@ -298,10 +304,14 @@ def _mid(a: datetime, b: datetime) -> datetime:
     return a + (b - a) / 2
 
 
-def generate(seed: int = 0, per_kind: int = CASES_FULL, kinds: Sequence[str] = KINDS) -> list[Case]:
-    """The benchmark's cases, reproducible from `seed`. Checked against the anti-cheat rules."""
+def generate(seed: int = 0, per_kind: int = CASES_FULL, kinds: Sequence[str] = KINDS, *,
+             distractors: int = 3) -> list[Case]:
+    """The benchmark's cases, reproducible from `seed` (and the counts). Checked against the anti-cheat
+    rules. `distractors`: facts of each case relation about other subjects in every org (at least 2)."""
     if not isinstance(per_kind, int) or per_kind < 1:
         raise ValidationError("per_kind", "must be a positive integer")
+    if not isinstance(distractors, int) or distractors < 2:
+        raise ValidationError("distractors", "at least two facts about other subjects per relation")
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         raise ValidationError("kinds", f"unknown kind {unknown[0]!r}; kinds are {', '.join(KINDS)}")
@@ -309,7 +319,7 @@ def generate(seed: int = 0, per_kind: int = CASES_FULL, kinds: Sequence[str] = K
     cases = []
     for ki, kind in enumerate(kinds):
         for i in range(per_kind):
-            b = _Builder(f"{kind}-{i:02d}", kind, random.Random(rng.getrandbits(64)))
+            b = _Builder(f"{kind}-{i:02d}", kind, random.Random(rng.getrandbits(64)), distractors)
             _BUILD[kind](b, i, RELATIONS[(i + ki) % len(RELATIONS)])
             cases.append(b.case)
     check_anti_cheat(cases)
@@ -324,7 +334,7 @@ def _single(b: _Builder, rel: Relation) -> tuple[str, int, datetime]:
     subject = b.names.of(rel.subject_pool)
     b.case.subjects = (subject,)
     t0 = _start(b)
-    b.distractors(rel, 3, t0)
+    b.distractors(rel, b.n_distractors, t0)
     return subject, b.rng.randrange(len(rel.templates)), t0
 
 
@@ -355,25 +365,40 @@ def _build_historical(b: _Builder, i: int, rel: Relation) -> None:
 
 def _build_out_of_order(b: _Builder, i: int, rel: Relation) -> None:
     s, t, t0 = _single(b, rel)
-    older, newer = b.versions(rel, s, 2, t0, t, [2, 1])  # the newer version is written first
+    # Even cases: the newer of two versions is written first. Odd cases: of three versions the
+    # first and the last are written, then the middle one lands between them.
+    vs = b.versions(rel, s, 2, t0, t, [2, 1]) if i % 2 == 0 else b.versions(rel, s, 3, t0, t, [1, 3, 2])
     b.query(_question(b, rel, s), s, rel.name)
-    b.query(_question(b, rel, s), s, rel.name, valid_at=_mid(older.valid_from, newer.valid_from))
+    for a, c in zip(vs, vs[1:]):
+        b.query(_question(b, rel, s), s, rel.name, valid_at=_mid(a.valid_from, c.valid_from))
 
 
 def _build_known_at(b: _Builder, i: int, rel: Relation) -> None:
     s, t, t0 = _single(b, rel)
     n = 2 + i % 2
-    b.versions(rel, s, n, t0, t, list(range(1, n + 1)))
+    vs = b.versions(rel, s, n, t0, t, list(range(1, n + 1)))
     for phase in range(1, n):
         b.query(_question(b, rel, s), s, rel.name, known_phase=phase)
+    if n == 3:  # the audit question: what did the store believe after the second write about an earlier time
+        b.query(_question(b, rel, s), s, rel.name, known_phase=2, valid_at=_mid(vs[0].valid_from, vs[1].valid_from))
 
 
 def _build_retraction(b: _Builder, i: int, rel: Relation) -> None:
     s, t, t0 = _single(b, rel)
-    _, correction = b.versions(rel, s, 2, t0, t, [1, 2])
-    b.case.retractions[3] = [correction.fid]
+    if i % 2 == 0:  # a correction is retracted: the older fact holds again
+        _, correction = b.versions(rel, s, 2, t0, t, [1, 2])
+        b.case.retractions[3] = [correction.fid]
+        b.query(_question(b, rel, s), s, rel.name)
+        b.query(_question(b, rel, s), s, rel.name, known_phase=2)  # as known before the retraction
+        return
+    # The middle of three versions is retracted: the last still holds now, and between the
+    # middle's and the last's valid_from the first one held after all.
+    first, middle, last = b.versions(rel, s, 3, t0, t, [1, 2, 3])
+    b.case.retractions[4] = [middle.fid]
+    between = _mid(middle.valid_from, last.valid_from)
     b.query(_question(b, rel, s), s, rel.name)
-    b.query(_question(b, rel, s), s, rel.name, known_phase=2)  # as known before the retraction
+    b.query(_question(b, rel, s), s, rel.name, valid_at=between)
+    b.query(_question(b, rel, s), s, rel.name, valid_at=between, known_phase=3)  # as known before
 
 
 def _build_duplicate(b: _Builder, i: int, rel: Relation) -> None:
@@ -399,8 +424,8 @@ def _build_multi_hop(b: _Builder, i: int, rel: Relation) -> None:
     first, second = b.names.company(), b.names.company()
     b.case.subjects = (person, first, second)
     t0 = _start(b)
-    b.distractors(emp, 2, t0)
-    b.distractors(hq, 2, t0)
+    b.distractors(emp, b.n_distractors, t0)
+    b.distractors(hq, b.n_distractors, t0)
     te, th = b.rng.randrange(3), b.rng.randrange(3)
     d = lambda: timedelta(days=b.rng.randint(200, 700))  # noqa: E731
     t1 = t0 + d()
@@ -881,7 +906,7 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
     per_kind = per_kind or (CASES_QUICK if quick else CASES_FULL)
     run_id = f"{utcnow():%y%m%d%H%M%S}{secrets.token_hex(2)}"
     started_at, t0 = utcnow(), time.perf_counter()
-    cases = generate(seed, per_kind)
+    cases = generate(seed, per_kind, distractors=DISTRACTORS_QUICK if quick else DISTRACTORS_FULL)
     say(f"run {run_id}: {len(cases)} cases ({per_kind} per kind, seed {seed}), "
         f"{sum(len(c.queries) for c in cases)} questions, backends {', '.join(names)}")
 
@@ -940,7 +965,8 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
     summary = summarise(records, active)
     results = {
         "benchmark": "temporal", "format": 1, "run_id": run_id, "seed": seed, "quick": quick,
-        "cases_per_kind": per_kind, "kinds": list(KINDS), "must_kinds": list(MUST_KINDS), "top_k": TOP_K,
+        "cases_per_kind": per_kind, "distractors_per_relation": DISTRACTORS_QUICK if quick else DISTRACTORS_FULL,
+        "kinds": list(KINDS), "must_kinds": list(MUST_KINDS), "top_k": TOP_K,
         "max_retries": MAX_RETRIES, "backends": [b.name for b in active], "notes": notes,
         "embedder": getattr(fab.embedder, "name", "?"), "started_at": started_at.isoformat(),
         "elapsed_s": round(time.perf_counter() - t0, 2), "backend_seconds": {k: round(v, 2) for k, v in timings.items()},

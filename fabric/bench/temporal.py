@@ -47,7 +47,6 @@ import logging
 import random
 import re
 import secrets
-import statistics
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Optional
@@ -10,7 +9,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from .app import EXIT_ERROR, JsonOpt, console, connected, err_console, print_json
+from .app import EXIT_ERROR, JsonOpt, console, connected, err_console, handle_errors, print_json
 from .bench import bench_app
 
 
@@ -38,13 +37,19 @@ def temporal(
     from ..bench.temporal import parse_backends, run
 
     started = time.perf_counter()
-    with connected(run_worker=worker) as fab:
+    with handle_errors():
         names = parse_backends(backends)
-        say = (lambda msg: err_console.print(f"[dim]{msg}[/]")) if as_json else (lambda msg: console.print(f"[dim]{msg}[/]"))
-        results = run(fab, quick=quick, seed=seed, backends=names, out=None, per_kind=per_kind, progress=say)
+    progress = err_console if as_json else console
+    with connected(run_worker=worker) as fab:
+        results = run(fab, quick=quick, seed=seed, backends=names, out=None, per_kind=per_kind,
+                      progress=lambda msg: progress.print(f"[dim]{msg}[/]"))
     command = "fabric bench temporal" + (" --quick" if quick else "") + (f" --seed {seed}" if seed else "") + \
         (f" --per-kind {per_kind}" if per_kind else "") + (f" --backends {backends}" if backends != "all" else "")
-    results["files"] = write_outputs(results, out, command=command)
+    try:
+        results["files"] = write_outputs(results, out, command=command)
+    except OSError as exc:
+        err_console.print(f"[red]cannot write the results to {out}:[/] {exc}")
+        raise typer.Exit(EXIT_ERROR)
     elapsed = time.perf_counter() - started
     if as_json:
         print_json({k: v for k, v in results.items() if k not in ("queries", "cases", "placements")})
@@ -54,10 +59,10 @@ def temporal(
         for t in tables(results):
             page.print(t)
         for name, note in results["notes"].items():
-            console.print(f"[yellow]{name}[/]: {note}")
+            page.print(f"[yellow]{name}[/]: {note}")
         for name, bar in results["bar"].items():
             mark = "[green]meets its bar[/]" if bar["ok"] else "[red]misses its bar:[/] " + "; ".join(bar["failures"])
-            console.print(f"{name}: {mark}")
-        console.print(f"[dim]{elapsed:.0f} s; wrote {', '.join(results['files'].values())}[/]")
+            page.print(f"{name}: {mark}")
+        page.print(f"[dim]{elapsed:.0f} s; wrote {', '.join(results['files'].values())}[/]")
     if any(not b["ok"] for b in results["bar"].values()):
         raise typer.Exit(EXIT_ERROR)

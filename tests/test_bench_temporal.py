@@ -198,6 +198,16 @@ def test_flat_pgvector_interface(database_url, pg):
     idx = pg.execute("SELECT indexdef FROM pg_indexes WHERE schemaname = 'fabric_bench' AND tablename = %s",
                      (f"flat_{name}",)).fetchall()
     assert any("hnsw" in r[0] and "vector_cosine_ops" in r[0] for r in idx)
+    # The top-k query is one the HNSW index can serve (no tie-breaker forcing a scan and a sort).
+    from psycopg import sql
+
+    from fabric.sql import q
+
+    with pg.transaction():
+        pg.execute("SET LOCAL enable_seqscan = off")
+        plan = pg.execute(sql.SQL("EXPLAIN " + q("flat_query")).format(table=sql.Identifier("fabric_bench", f"flat_{name}")),
+                          {"q": "[" + ",".join(["0.1"] * 8) + "]", "k": 3}).fetchall()
+    assert f"flat_{name}_hnsw" in " ".join(r[0] for r in plan)
     _store_roundtrip(store)
     assert pg.execute("SELECT to_regclass(%s)", (store.table,)).fetchone()[0] is None
 

@@ -5,7 +5,7 @@ back. Timestamps may be kept in the metadata, but retrieval never looks at them.
 one small interface so benchmarks can swap them:
 
     store = FlatPgvector(url_or_connection, "mycase", dim=384)     # or ChromaFlat("mycase")
-    store.add(ids, texts, vectors, metadata)      # vectors: (n, dim) float array, unit-normalised
+    store.add(ids, texts, vectors, metadata)      # vectors: (n, dim) float array; any batch size
     hits = store.query(vector, k=5)               # -> list[FlatHit], best first (score = cosine similarity)
     store.delete(ids)                             # a flat store's only way to forget
     store.count()
@@ -107,14 +107,17 @@ class FlatPgvector:
 
     def add(self, ids: Sequence[str], texts: Sequence[str], vectors: Any,
             metadata: Sequence[Mapping[str, Any]] | None = None) -> None:
-        """Insert rows (ids must be new). Metadata is stored as JSON and returned with hits."""
+        """Insert rows (ids must be new) with one binary COPY. Metadata is stored as JSON and
+        returned with hits."""
         from psycopg.types.json import Jsonb
 
         arr, meta = _check_batch(ids, texts, vectors, metadata, self.dim)
-        with self._conn.cursor() as cur:
-            cur.executemany(self._sql("flat_insert"), [
-                {"id": str(i), "content": t, "metadata": Jsonb(dict(m)), "embedding": v}
-                for i, t, v, m in zip(ids, texts, arr, meta)])
+        if not len(ids):
+            return
+        with self._conn.cursor() as cur, cur.copy(self._sql("flat_copy")) as cp:
+            cp.set_types(["text", "text", "jsonb", "vector"])
+            for i, t, v, m in zip(ids, texts, arr, meta):
+                cp.write_row((str(i), t, Jsonb(dict(m)), v))
 
     def query(self, vector: Any, k: int = 5) -> list[FlatHit]:
         """The k rows most similar to `vector` (cosine), best first."""
@@ -193,7 +196,13 @@ class ChromaFlat:
         if not len(ids):
             return
         clean = [{k: v for k, v in m.items() if v is not None} or {"_": 0} for m in meta]
-        self._col.add(ids=[str(i) for i in ids], documents=list(texts), embeddings=arr, metadatas=clean)
+        try:
+            batch = int(self._client.get_max_batch_size())
+        except Exception:  # a client without the method: Chroma's usual limit
+            batch = 5000
+        for s in range(0, len(ids), batch):
+            self._col.add(ids=[str(i) for i in ids[s:s + batch]], documents=list(texts[s:s + batch]),
+                          embeddings=arr[s:s + batch], metadatas=clean[s:s + batch])
 
     def query(self, vector: Any, k: int = 5) -> list[FlatHit]:
         if not isinstance(k, int) or k < 1:

@@ -19,16 +19,16 @@ CREATE TABLE IF NOT EXISTS {table} (
 CREATE INDEX IF NOT EXISTS {index} ON {table}
     USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)
 
--- name: flat_insert
--- Add one row.
-INSERT INTO {table} (id, content, metadata, embedding)
-VALUES (%(id)s, %(content)s, %(metadata)s, %(embedding)s)
+-- name: flat_copy
+-- Bulk-add rows (binary COPY: text, text, jsonb, vector).
+COPY {table} (id, content, metadata, embedding) FROM STDIN (FORMAT BINARY)
 
 -- name: flat_query
--- Top-k by cosine similarity, nothing else: no time, no state.
+-- Top-k by cosine similarity, nothing else: no time, no state. A single ORDER BY key, so the
+-- HNSW index serves it (a tie-breaker column would force a sequential scan and a sort).
 SELECT id, content, metadata, 1 - (embedding <=> %(q)s) AS score
 FROM {table}
-ORDER BY embedding <=> %(q)s, id
+ORDER BY embedding <=> %(q)s
 LIMIT %(k)s
 
 -- name: flat_delete

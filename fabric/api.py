@@ -274,20 +274,47 @@ class Fabric:
     # ------------------------------------------------------------------ reads
 
     def search(self, query: str, *, org: str = "default", k: int = 10, valid_at: datetime | None = None,
-               known_at: datetime | None = None, include_superseded: bool = False) -> list[Memory]:
-        """The k memories most similar to `query` among those holding at (valid_at, known_at)."""
+               known_at: datetime | None = None, include_superseded: bool = False, mode: str = "hybrid",
+               context: int = 0, explain: bool = False) -> list[Memory]:
+        """The k memories that best match `query` among those holding at (valid_at, known_at).
+
+        mode: "hybrid" (the default: full text and vector similarity fused by reciprocal rank, in one
+        SQL statement; memories containing the names the query capitalises come first, so the score's
+        integer part counts the named terms matched), "vector" (score = cosine similarity) or
+        "lexical" (full text only). context=N: with each hit, up to N neighbours on its branch (parent
+        chain, then subtree, nearest first) in `Memory.context`, walked through superseded nodes and
+        leaving them out unless `include_superseded`. explain: `Memory.ranks` holds each leg's rank,
+        {"vector": r, "lexical": r} (None where that leg did not return the memory)."""
+        from .read.search import MODES, branch_context, search as run_search
+
         check_org(org)
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("query", "empty")
-        if not isinstance(k, int) or k < 1 or k > 1000:
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1 or k > 1000:
             raise ValidationError("k", "must be an integer between 1 and 1000")
+        if not isinstance(mode, str) or mode not in MODES:
+            raise ValidationError("mode", f"must be one of {', '.join(MODES)}; got {mode!r}")
+        if not isinstance(context, int) or isinstance(context, bool) or context < 0 or context > 100:
+            raise ValidationError("context", "must be an integer between 0 and 100")
+        if not isinstance(explain, bool):
+            raise ValidationError("explain", "must be True or False")
         now = utcnow()
         valid_at, known_at = aware("valid_at", valid_at) or now, aware("known_at", known_at) or now
-        vec = self.embedder.embed([query])[0]
+        vec = None if mode == "lexical" else self.embedder.embed([query])[0]
         with self._conn(org) as conn:
-            rows = vector_search(conn, org=org, query=vec, k=k, valid_at=valid_at, known_at=known_at,
-                                 include_superseded=include_superseded, ef_search=self.settings.ef_search)
-        return [Memory.from_row(r) for r in rows]
+            rows = run_search(conn, org=org, text=query, vector=vec, mode=mode, k=k, valid_at=valid_at,
+                              known_at=known_at, include_superseded=include_superseded,
+                              ef_search=self.settings.ef_search)
+            near = branch_context(conn, org=org, ids=[r["id"] for r in rows], n=context, valid_at=valid_at,
+                                  known_at=known_at, include_superseded=include_superseded) if context else {}
+        out = []
+        for r in rows:
+            m = Memory.from_row(r)
+            if explain:
+                m.ranks = {"vector": r["vector_rank"], "lexical": r["lexical_rank"]}
+            m.context = [Memory.from_row(c) for c in near.get(m.id, [])]
+            out.append(m)
+        return out
 
     def current_value(self, subject: str, relation: str, *, org: str = "default",
                       valid_at: datetime | None = None, known_at: datetime | None = None) -> Memory | None:

@@ -1,0 +1,226 @@
+-- name: search
+-- Hybrid (and lexical) retrieval in one statement: a vector leg (HNSW index scan, exact scan when it
+-- comes up short), a lexical leg (full text over search_text through the GIN index, idf-weighted),
+-- and their fusion.
+--   mode 'lexical' : rank by (named terms matched, lexical score); score = named * (1 + Σ idf) + lexical
+--   mode 'hybrid'  : rank by named terms matched + reciprocal rank fusion of both legs
+-- Both legs apply the tenant and the time filter (fabric_api.holds) before they rank and cut, so
+-- neither can lose a qualifying memory behind better-scoring ones that do not qualify; the lexical
+-- leg's term statistics, too, are those of the memories that hold.
+-- Parameters: org, q (the query's embedding; NULL in lexical mode), query (its text), names (the
+-- words it capitalises, found by fabric/read/search.py), valid_at, known_at, include_superseded,
+-- live_only (only memories currently believed and live), mode, k, pool (rows per leg), rrf_k, df_cap.
+-- The vector leg is the one in search_vector (keep the two in step).
+WITH
+-- ---------------------------------------------------------------- lexical leg
+qlex AS (   -- the query's lexemes, normalised as search_text is ('english'), with their positions
+    SELECT l.lexeme, p.pos,
+           ('''' || replace(replace(l.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery AS tq
+    FROM unnest(to_tsvector('english', %(query)s)) AS l
+    CROSS JOIN LATERAL unnest(l.positions) AS p(pos)
+),
+named AS MATERIALIZED (   -- lexemes of the words the query names (people, places, products)
+    SELECT DISTINCT q.tq
+    FROM qlex q JOIN unnest(to_tsvector('english', %(names)s)) AS n ON n.lexeme = q.lexeme
+),
+terms AS MATERIALIZED (   -- each lexeme, and each pair of lexemes adjacent in the query as a phrase
+    SELECT row_number() OVER () AS term, tq, tq IN (SELECT tq FROM named) AS is_name
+    FROM (SELECT tq FROM qlex
+          UNION
+          SELECT tsquery_phrase(a.tq, b.tq) FROM qlex a JOIN qlex b ON b.pos = a.pos + 1) t
+),
+postings AS MATERIALIZED (   -- each term's memories that hold (GIN index, then the time filter), up to df_cap
+    SELECT t.term, p.id, p.names
+    FROM terms t
+    CROSS JOIN LATERAL (
+        SELECT m.id, (SELECT count(*) FROM named n WHERE m.search_text @@ n.tq) AS names
+        FROM fabric.memories m
+        JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+        WHERE m.org = %(org)s AND m.search_text @@ t.tq
+          AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                               %(valid_at)s, %(known_at)s, %(include_superseded)s)
+          AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+        LIMIT %(df_cap)s) p
+),
+weights AS MATERIALIZED (   -- BM25's idf over the memories that hold (N, df counted up to df_cap): the
+                            -- statistics of what can be returned. A term in df_cap or more of them
+                            -- weighs nothing (a stop word for this org at this time).
+    SELECT p.term, ln(1 + (c.n - count(*) + 0.5) / (count(*) + 0.5))::float8 AS idf
+    FROM postings p
+    CROSS JOIN (SELECT count(*) AS n
+                FROM (SELECT 1 FROM fabric.memory_versions v
+                      WHERE v.org = %(org)s
+                        AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                                             %(valid_at)s, %(known_at)s, %(include_superseded)s)
+                        AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+                      LIMIT %(df_cap)s) s) c
+    GROUP BY p.term, c.n
+    HAVING count(*) < %(df_cap)s
+),
+lex_match AS (   -- sum the weights of the terms each memory contains (binary term frequency)
+    SELECT p.id, sum(w.idf) AS lex, max(p.names) AS names
+    FROM postings p JOIN weights w ON w.term = p.term
+    GROUP BY p.id
+),
+lex_leg AS (   -- every memory here holds: rank them all, then cut
+    SELECT x.id, x.names, x.names * (SELECT 1 + sum(idf) FROM weights) + x.lex AS lex_score,
+           rank() OVER (ORDER BY x.names DESC, x.lex DESC) AS lex_rank
+    FROM lex_match x
+    ORDER BY x.names DESC, x.lex DESC, x.id
+    LIMIT %(pool)s
+),
+-- ---------------------------------------------------------------- vector leg
+ann AS MATERIALIZED (   -- the HNSW index scan; its WHERE applies after the scan, so it may come up short
+    SELECT m.id, m.embedding <=> %(q)s::vector AS distance, m.search_text
+    FROM fabric.memories m
+    JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+    WHERE m.org = %(org)s AND %(mode)s = 'hybrid'
+      AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                           %(valid_at)s, %(known_at)s, %(include_superseded)s)
+      AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+    ORDER BY m.embedding <=> %(q)s::vector
+    LIMIT %(pool)s
+),
+qualifying AS MATERIALIZED (   -- the exact scan, run only when the index scan came up short
+    SELECT m.id, m.embedding <=> %(q)s::vector AS distance, m.search_text
+    FROM fabric.memories m
+    JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+    WHERE m.org = %(org)s AND %(mode)s = 'hybrid'
+      AND (SELECT count(*) FROM ann) < %(pool)s
+      AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                           %(valid_at)s, %(known_at)s, %(include_superseded)s)
+      AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+),
+vec_leg AS (
+    SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS vec_rank,
+           (SELECT count(*) FROM named n WHERE s.search_text @@ n.tq) AS names
+    FROM (SELECT id, distance, search_text FROM ann WHERE (SELECT count(*) FROM ann) >= %(pool)s
+          UNION ALL
+          (SELECT id, distance, search_text FROM qualifying ORDER BY distance, id LIMIT %(pool)s)) s
+),
+-- ---------------------------------------------------------------- fusion
+scored AS (   -- named terms matched (counted by whichever leg found the memory) first, then RRF
+    SELECT f.id, f.vec_rank, f.lex_rank, f.names,
+           CASE %(mode)s
+               WHEN 'lexical' THEN f.lex_score
+               ELSE f.names + coalesce(1.0::float8 / (%(rrf_k)s + f.vec_rank), 0)
+                            + coalesce(1.0::float8 / (%(rrf_k)s + f.lex_rank), 0)
+           END AS score
+    FROM (SELECT coalesce(v.id, l.id) AS id, v.vec_rank, l.lex_score, l.lex_rank,
+                 coalesce(v.names, l.names) AS names
+          FROM vec_leg v FULL JOIN lex_leg l ON l.id = v.id) f
+),
+top AS (
+    SELECT * FROM scored ORDER BY score DESC, vec_rank, id LIMIT %(k)s
+)
+SELECT m.id, m.org, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.relation, m.value,
+       v.valid_from, v.valid_to, v.recorded_at, v.expired_at, v.superseded_by, m.placement,
+       m.source, m.kind, m.durability, m.metadata, v.version, v.state, v.decision_id,
+       t.score, t.vec_rank AS vector_rank, t.lex_rank AS lexical_rank, t.names AS named_matches
+FROM top t
+JOIN fabric.memories m ON m.org = %(org)s AND m.id = t.id
+JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                       %(valid_at)s, %(known_at)s, %(include_superseded)s)
+  AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+ORDER BY t.score DESC, t.vec_rank, t.id
+
+-- name: search_vector
+-- Vector retrieval: the k memories nearest to the query that hold at (valid_at, known_at).
+-- The HNSW index scan runs first; when it returns fewer than k rows that qualify (its WHERE applies
+-- after the scan), the exact scan over every qualifying memory answers instead. score = cosine
+-- similarity. Parameters as in `search` (k = pool here).
+WITH
+ann AS MATERIALIZED (   -- the index scan
+    SELECT m.id, m.embedding <=> %(q)s::vector AS distance
+    FROM fabric.memories m
+    JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+    WHERE m.org = %(org)s
+      AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                           %(valid_at)s, %(known_at)s, %(include_superseded)s)
+      AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+    ORDER BY m.embedding <=> %(q)s::vector
+    LIMIT %(k)s
+),
+qualifying AS MATERIALIZED (   -- the exact scan, run only when the index scan came up short
+    SELECT m.id, m.embedding <=> %(q)s::vector AS distance
+    FROM fabric.memories m
+    JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+    WHERE m.org = %(org)s
+      AND (SELECT count(*) FROM ann) < %(k)s
+      AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                           %(valid_at)s, %(known_at)s, %(include_superseded)s)
+      AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+),
+top AS (
+    SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS vec_rank
+    FROM (SELECT id, distance FROM ann WHERE (SELECT count(*) FROM ann) >= %(k)s
+          UNION ALL
+          (SELECT id, distance FROM qualifying ORDER BY distance, id LIMIT %(k)s)) s
+)
+SELECT m.id, m.org, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.relation, m.value,
+       v.valid_from, v.valid_to, v.recorded_at, v.expired_at, v.superseded_by, m.placement,
+       m.source, m.kind, m.durability, m.metadata, v.version, v.state, v.decision_id,
+       1 - t.distance AS score, t.vec_rank AS vector_rank, NULL::bigint AS lexical_rank,
+       0::bigint AS named_matches
+FROM top t
+JOIN fabric.memories m ON m.org = %(org)s AND m.id = t.id
+JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                       %(valid_at)s, %(known_at)s, %(include_superseded)s)
+  AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+ORDER BY t.vec_rank
+
+-- name: search_vector_ann
+-- The vector leg's index scan on its own (for EXPLAIN and tests): the k nearest memories that hold,
+-- as the HNSW scan finds them. Filtered after the scan, it can return fewer than k rows; the
+-- `search` statement then falls back to an exact scan.
+SELECT m.id, m.content, m.embedding <=> %(q)s::vector AS distance
+FROM fabric.memories m
+JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+WHERE m.org = %(org)s
+  AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                       %(valid_at)s, %(known_at)s, %(include_superseded)s)
+  AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+ORDER BY m.embedding <=> %(q)s::vector
+LIMIT %(k)s
+
+-- name: search_context
+-- Branch context for many hits at once: for each hit, up to n neighbours on its branch (its parent
+-- chain and its subtree), nearest first. Both walks go through every node whatever its state (a
+-- superseded node must not hide what lies beyond it); the time filter applies to the output only,
+-- as in fabric_api.walk, which walks the subtree side.
+WITH RECURSIVE
+hits AS (
+    SELECT h.id, n.parent_id, n.depth
+    FROM unnest(%(ids)s::uuid[]) AS h(id)
+    JOIN fabric_api.memory_nodes n ON n.org = %(org)s AND n.id = h.id
+),
+chain (hit, id, hops, path) AS (   -- up the parent chain
+    SELECT h.id, h.parent_id, 1, ARRAY[h.id, h.parent_id] FROM hits h WHERE h.parent_id IS NOT NULL
+  UNION ALL
+    SELECT c.hit, n.parent_id, c.hops + 1, c.path || n.parent_id
+    FROM chain c
+    JOIN fabric_api.memory_nodes n ON n.org = %(org)s AND n.id = c.id
+    WHERE n.parent_id IS NOT NULL
+      AND c.hops < %(max_hops)s                -- depth guard
+      AND n.parent_id <> ALL (c.path)          -- cycle guard
+),
+near AS (
+    SELECT c.hit, c.hops, 0 AS side, v.*
+    FROM chain c
+    JOIN fabric_api.memory_versions v ON v.org = %(org)s AND v.id = c.id
+    WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                           %(valid_at)s, %(known_at)s, %(include_superseded)s)
+  UNION ALL
+    SELECT h.id, w.depth - h.depth, 1, w.*   -- down the subtree: fabric_api.walk from the hit
+    FROM hits h
+    CROSS JOIN LATERAL fabric_api.walk(%(org)s, h.id, %(include_superseded)s, %(max_hops)s,
+                                       %(valid_at)s, %(known_at)s) w
+    WHERE w.id <> h.id
+),
+ranked AS (
+    SELECT n.*, row_number() OVER (PARTITION BY n.hit ORDER BY n.hops, n.side, n.recorded_at, n.id) AS nth
+    FROM near n
+)
+SELECT * FROM ranked WHERE nth <= %(n)s ORDER BY hit, nth

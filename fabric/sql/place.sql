@@ -62,7 +62,7 @@ RETURNING memory_id, version
 -- The store stops believing a memory (retraction): its current version's transaction time ends.
 UPDATE fabric.memory_versions SET expired_at = %(now)s
 WHERE org = %(org)s AND memory_id = %(memory_id)s AND expired_at IS NULL
-RETURNING memory_id, version
+RETURNING memory_id, version, valid_to, state, superseded_by
 
 -- name: superseded_by
 -- Current versions superseded by a memory (to restore them when it is retracted).

@@ -26,9 +26,17 @@ def retract_memory(conn: psycopg.Connection, org: str, memory_id: uuid.UUID, now
         if prev is None:  # written already superseded (late history): back to how it was written
             orig = conn.execute(q("original_valid_to"), {"org": org, "memory_id": row["memory_id"]}).fetchone()
             prev = {"valid_to": orig["valid_to"] if orig else None, "state": "live", "superseded_by": None}
+        valid_to, state, by = prev["valid_to"], prev["state"], prev["superseded_by"]
+        if expired["superseded_by"] is not None:
+            # The retracted memory had itself been superseded: its successor now follows the revived one.
+            # (V1 -> V2 -> V3, retract V2: V1 holds until V3 starts, superseded by V3.)
+            end = expired["valid_to"]
+            if valid_to is None or (end is not None and end < valid_to):
+                valid_to = end
+            state, by = "superseded", expired["superseded_by"]
         conn.execute(q("revise_version"), {
-            "org": org, "memory_id": row["memory_id"], "valid_to": prev["valid_to"], "state": prev["state"],
-            "superseded_by": prev["superseded_by"], "decision_id": decision_id, "now": now})
+            "org": org, "memory_id": row["memory_id"], "valid_to": valid_to, "state": state,
+            "superseded_by": by, "decision_id": decision_id, "now": now})
         revived.append(row["memory_id"])
     return revived
 

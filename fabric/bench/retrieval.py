@@ -322,12 +322,25 @@ def names_for(n_entities: int, rng: random.Random) -> list[str]:
     return [f"{f} {s}" for f, s in pairs[:n_entities]]
 
 
+@dataclass(frozen=True)
+class SyntheticCorpus:
+    rows: list[Row]
+    vectors: np.ndarray
+    facts: list[tuple[str, int]]   # (person, relation index) of each row
+
+    def questions(self, upto: int, n: int, seed: int) -> list[str]:
+        """n questions about facts among the first `upto` rows (another phrasing than the fact's)."""
+        rng = random.Random(seed)
+        picks = [self.facts[rng.randrange(min(upto, len(self.facts)))] for _ in range(n)]
+        return [rng.choice(RELATIONS[r].questions).format(s=person) for person, r in picks]
+
+
 def synthetic_corpus(size: int, *, seed: int, embedder: Any, bases: int = 400, cosine: float = 0.9,
-                     expired_share: float = 0.1) -> tuple[list[Row], np.ndarray, list[tuple[str, uuid.UUID]]]:
+                     expired_share: float = 0.1) -> SyntheticCorpus:
     """`size` facts with generated text; embeddings = real embeddings of `bases` generated facts of the same
     relation and phrasing, perturbed to cosine ~`cosine`. A share of them stopped holding a day ago
-    (valid_to in the past), so the time filter has work to do. Returns rows, vectors and questions.
-    Prefix-stable: the first n rows of a larger corpus (same seed) are the rows of a corpus of size n."""
+    (valid_to in the past), so the time filter has work to do. Prefix-stable: the first n rows of a
+    larger corpus (same seed) are the rows of a corpus of size n."""
     rng = random.Random(seed)
     nprng = np.random.default_rng(seed)
     per_entity = 6
@@ -347,7 +360,7 @@ def synthetic_corpus(size: int, *, seed: int, embedder: Any, bases: int = 400, c
     now = datetime.now(timezone.utc)
     rows: list[Row] = []
     picks: list[int] = []
-    facts_of: list[tuple[str, int, uuid.UUID]] = []
+    facts: list[tuple[str, int]] = []
     for person in people:
         for r in rng.sample(range(len(RELATIONS)), per_entity):
             if len(rows) == size:
@@ -359,17 +372,14 @@ def synthetic_corpus(size: int, *, seed: int, embedder: Any, bases: int = 400, c
             rows.append(Row(mid, rel.facts[t].format(s=person, v=rng.choice(rel.values)),
                             valid_to=now - timedelta(days=1) if expired else None))
             picks.append(rng.choice(by_combo[(r, t)]))
-            facts_of.append((person, r, mid))
+            facts.append((person, r))
     base = base_vecs[np.array(picks)]
     noise = nprng.normal(size=base.shape).astype(np.float32)
     noise -= (noise * base).sum(axis=1, keepdims=True) * base
     noise /= np.linalg.norm(noise, axis=1, keepdims=True)
     vectors = cosine * base + np.sqrt(1 - cosine * cosine) * noise
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    questions = []
-    for person, r, mid in rng.sample(facts_of, min(len(facts_of), 400)):
-        questions.append((rng.choice(RELATIONS[r].questions).format(s=person), mid))
-    return rows, vectors.astype(np.float32), questions
+    return SyntheticCorpus(rows, vectors.astype(np.float32), facts)
 
 
 def _pct(values: Sequence[float], p: float) -> float:
@@ -425,9 +435,106 @@ def explain_hybrid(conn: psycopg.Connection, *, org: str, text: str, vector: np.
 
 
 def index_lines(plan: Sequence[str]) -> list[str]:
-    """The plan lines that use fabric's vector or text index, shortened (the query vector elided)."""
+    """The plan lines that use fabric's vector or text index (with their conditions), dedented."""
     out = []
-    for line in plan:
-        if any(ix in line for ix in _BULK_INDEXES) or line.strip().startswith("Index Cond: (search_text"):
-            out.append(line.rstrip() if len(line) < 160 else line[:157].rstrip() + "...")
-    return out
+    for i, line in enumerate(plan):
+        if any(ix in line for ix in _BULK_INDEXES):
+            out.append(line.rstrip())
+            nxt = plan[i + 1] if i + 1 < len(plan) else ""
+            if nxt.strip().startswith(("Index Cond", "Order By")):
+                out.append(nxt.rstrip() if len(nxt) < 120 else nxt[:117].rstrip() + "...")
+    indent = min((len(x) - len(x.lstrip()) for x in out), default=0)
+    return [x[indent:] for x in out]
+
+
+# ---------------------------------------------------------------------------------------------- the run
+
+@dataclass
+class Report:
+    quality: list[QualityRow]
+    latency: list[LatencyRow]
+    explain: dict[int, list[str]]
+    facts: int
+    questions: int
+    embed_ms_p50: float
+    load_average: tuple[float, float, float]
+    settings: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+        return {"quality": [asdict(r) for r in self.quality], "latency": [asdict(r) for r in self.latency],
+                "explain": {str(k): v for k, v in self.explain.items()}, "facts": self.facts,
+                "questions": self.questions, "embed_ms_p50": self.embed_ms_p50,
+                "load_average": list(self.load_average), "settings": self.settings}
+
+    def both_indexes_used(self) -> bool:
+        return all(any("ix_memories_embedding_hnsw" in line for line in lines)
+                   and any("ix_memories_search_text" in line for line in lines) for lines in self.explain.values())
+
+    def named_twin_ahead(self, mode: str = "hybrid") -> float:
+        row = next(r for r in self.quality if r.mode == mode)
+        return row.by_style.get("named", {}).get("twin_ahead", 0.0)
+
+
+def run(*, database_url: str | None = None, quick: bool = False, seed: int = 7, sizes: Sequence[int] | None = None,
+        questions: int | None = None, latency_queries: int | None = None, keep: bool = False,
+        progress: Any = None) -> Report:
+    """The whole benchmark in a scratch database on the server of `database_url` (default: DATABASE_URL,
+    else the embedded PostgreSQL in FABRIC_DATA_DIR)."""
+    import os
+
+    from .. import embedded
+    from ..api import Fabric
+    from ..config import Settings
+
+    say = progress or (lambda msg: log.info(msg))
+    settings = Settings.from_env()
+    server = database_url or settings.database_url or embedded.postgres_url(settings.data_dir)
+    sizes = sorted(sizes or ([2000] if quick else [10_000, 100_000]))
+    n_questions = questions or (100 if quick else 240)
+    n_latency = latency_queries or (40 if quick else 200)
+    entities = max(20, -(-n_questions // 3))
+    with scratch_database(server, keep=keep) as url:
+        fab = Fabric.connect(url, settings.redis_url, run_worker=False)
+        try:
+            corpus = generate(entities=entities, relations_per_entity=6, questions=n_questions, seed=seed)
+            say(f"quality: {len(corpus.facts)} facts about {entities} near-twin people, {len(corpus.questions)} "
+                f"questions")
+            quality = run_quality(fab, corpus, org="bench-quality")
+            say(f"latency: building a {sizes[-1]}-memory synthetic corpus")
+            big = synthetic_corpus(sizes[-1], seed=seed + 4, embedder=fab.embedder)
+            latency, plans = [], {}
+            loaded = 0
+            embed_times = []
+            for size in sizes:
+                say(f"latency: loading {size - loaded} memories (indexes rebuilt after), then timing")
+                with fab.pool.connection() as conn:
+                    with indexes_dropped(conn):
+                        bulk_load(conn, "bench-latency", big.rows[loaded:size], big.vectors[loaded:size],
+                                  recorded_at=datetime.now(timezone.utc) - timedelta(days=2),
+                                  valid_from=datetime.now(timezone.utc) - timedelta(days=30))
+                loaded = size
+                texts = big.questions(size, n_latency + 10, seed + size)
+                for t in texts[:20]:
+                    t0 = time.perf_counter()
+                    fab.embedder.embed([t])
+                    embed_times.append((time.perf_counter() - t0) * 1000)
+                vecs = fab.embedder.embed(texts)
+                with fab.pool.connection() as conn:
+                    times = time_modes(conn, org="bench-latency", questions=texts, vectors=vecs, k=10,
+                                       ef_search=fab.settings.ef_search, warmup=10)
+                    plan = explain_hybrid(conn, org="bench-latency", text=texts[0], vector=vecs[0], k=10,
+                                          ef_search=fab.settings.ef_search)
+                plans[size] = [line if len(line) <= 200 else line[:197] + "..." for line in plan]
+                for mode in MODES:
+                    ts = times[mode]
+                    latency.append(LatencyRow(size, mode, len(ts), statistics.median(ts), _pct(ts, 95),
+                                              statistics.fmean(ts)))
+        finally:
+            fab.close()
+    from ..read.search import DF_CAP, HYBRID_POOL, RRF_K
+
+    return Report(quality, latency, plans, len(corpus.facts), len(corpus.questions),
+                  statistics.median(embed_times) if embed_times else 0.0, os.getloadavg(),
+                  {"seed": seed, "sizes": list(sizes), "rrf_k": RRF_K, "pool": HYBRID_POOL, "df_cap": DF_CAP,
+                   "ef_search": settings.ef_search, "quick": quick})

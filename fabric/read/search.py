@@ -1,26 +1,28 @@
-"""Retrieval: vector, lexical and hybrid search in one SQL statement, and branch context.
+"""Retrieval: vector, lexical and hybrid search, each in one SQL statement, and branch context.
 
 Dilution. pgvector's HNSW scan (0.6.x) visits `hnsw.ef_search` candidates and only then applies
 the WHERE clause, so a filtered index scan can return fewer rows than asked, or miss the best row
 that qualifies. The vector leg runs the index scan first; when it returns enough rows that qualify
 they are the best that qualify (up to the index's approximation), and when it returns fewer, the
 same statement runs an exact scan over the qualifying rows instead. The lexical leg has no such
-hole: the GIN index returns every posting of every weighted term, the time filter applies to all
-of them, and only then does the leg rank and cut.
+hole: each term's postings come from the GIN index and pass the time filter (fabric_api.holds)
+before anything is counted, ranked or cut, and its term statistics are those of the memories
+that hold, so memories that do not qualify can neither take a slot nor skew a weight.
 
 Lexical scoring. A memory's lexical score is BM25's idf summed over the query terms it contains
-(its lexemes, and adjacent pairs of them as phrases), with binary term frequency: memories are
-short. Document frequencies are counted per org with the GIN index, up to `df_cap`; a term in
-`df_cap` or more of the org's memories carries no weight (N is capped alike), which bounds the
-work of a query whatever the size of the org.
+(its lexemes, normalised as `search_text` is, and adjacent pairs of them as phrases), with binary
+term frequency: memories are short. N and each df count the memories that hold, up to `df_cap`;
+a term in `df_cap` or more of them carries no weight -- a stop word for this org at this time.
+That bounds the work per query term to df_cap postings whatever the size of the org, and in an
+org with fewer than df_cap memories that hold it is plain BM25 idf.
 
-Names. Words the query capitalises (a sentence-initial word only as part of a run of capitalised
-words) are the names it asks about. A memory's `named_matches` is how many of those lexemes it
-contains, and the lexical and hybrid rankings order by it first: a fact about the entity the
-query names is never ranked behind a near-twin fact about a different entity with a similar name
-(a shared first name, a shared sentence template), however close the twin's embedding. The hybrid
-score is `named_matches + Σ 1 / (rrf_k + rank)` over both legs (reciprocal rank fusion), so its
-integer part counts the named terms matched and the order follows the score."""
+Names. Words the query capitalises are the names it asks about (see `named_words`). A memory's
+`named_matches` is how many of their lexemes it contains, and the lexical and hybrid rankings
+order by it first: a fact about the entity the query names is never ranked behind a near-twin
+fact about another entity with a similar name (a shared first name, a shared sentence template),
+however close the twin's embedding. The hybrid score is `named_matches + Σ 1 / (rrf_k + rank)`
+over both legs (reciprocal rank fusion), so its integer part counts the named terms matched and
+the order follows the score. A query in lower case names nothing; fusion alone ranks it."""
 
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ from ..sql import q
 MODES = ("hybrid", "vector", "lexical")
 RRF_K = 60          # the usual reciprocal rank fusion constant
 HYBRID_POOL = 50    # rows taken from each leg before fusion (at least k)
-DF_CAP = 200       # a term in this many of the org's memories or more carries no weight
+DF_CAP = 100       # a term in this many of the memories that hold, or more, carries no weight
 CONTEXT_SLACK = 8   # superseded nodes a context walk may pass through beyond n hops
 
 SEARCH_SQL = q("search")

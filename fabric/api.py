@@ -164,19 +164,21 @@ class Fabric:
         reqs = []
         for i, item in enumerate(items):
             try:
-                reqs.append(item if isinstance(item, WriteRequest) else self._request(dict(item)))
+                reqs.append(self._gate(item) if isinstance(item, WriteRequest) else self._request(dict(item)))
             except ValidationError as exc:
-                raise ValidationError(f"items[{i}].{exc.field}", str(exc).split(": ", 1)[1]) from exc
+                raise type(exc)(f"items[{i}].{exc.field}", str(exc).split(": ", 1)[1]) from exc
         return self._accept(reqs) if reqs else []
 
-    def _request(self, fields: dict[str, Any]) -> WriteRequest:
+    def _gate(self, req: WriteRequest) -> WriteRequest:
         from .policy import check_write
 
+        return check_write(req, self.settings, self.redis)
+
+    def _request(self, fields: dict[str, Any]) -> WriteRequest:
         content = fields.pop("content", None)
         req = WriteRequest.build(content, max_chars=self.settings.max_content_chars,
                                  **{k: v for k, v in fields.items() if v is not None})
-        check_write(req, self.settings)
-        return req
+        return self._gate(req)
 
     def _accept(self, reqs: Sequence[WriteRequest]) -> list[WriteReceipt]:
         batch = self.settings.embed_batch_size
@@ -232,7 +234,8 @@ class Fabric:
             if row["status"] != "pending":
                 return Placement(write_id=wid, org=org, decision=row["decision"], memory_id=row["memory_id"],
                                  target_id=row["target_id"], decision_id=row["decision_id"],
-                                 reason=row["reason"], confidence=row["confidence"], validator=row["validator"])
+                                 reason=row["reason"], confidence=row["confidence"], validator=row["validator"],
+                                 out_of_order=row["out_of_order"])
             if time.monotonic() >= deadline:
                 raise PlacementTimeout(f"write {wid} still pending after {timeout}s; {self._worker_report()}")
             time.sleep(delay)

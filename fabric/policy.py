@@ -58,19 +58,13 @@ def apply_policy(req: WriteRequest, settings: Settings) -> WriteRequest:
     return req
 
 
-def check_write(req: WriteRequest, settings: Settings) -> WriteRequest:
-    """Run the gate, counting refusals. Returns the request to store.
-
-    The caller (`Fabric._request`) currently ignores the return value, so the bounded valid time of an
-    episodic write is also set on `req` itself; once the caller uses the result, that goes."""
+def check_write(req: WriteRequest, settings: Settings, client: redis.Redis | None = None) -> WriteRequest:
+    """Run the gate, counting refusals (in `client`, else the configured Redis). Returns the request to store."""
     try:
-        out = apply_policy(req, settings)
+        return apply_policy(req, settings)
     except PolicyRefused:
-        count_refusal(settings, req.org, req.kind or "")
+        count_refusal(settings, req.org, req.kind or "", client)
         raise
-    if out.valid_to != req.valid_to:
-        object.__setattr__(req, "valid_to", out.valid_to)  # interim: see the docstring
-    return out
 
 
 # ---------------------------------------------------------------- refusal counts (Redis)

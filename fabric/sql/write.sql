@@ -3,12 +3,13 @@
 INSERT INTO fabric.orgs (org) VALUES (%(org)s) ON CONFLICT (org) DO NOTHING;
 
 -- name: insert_write
--- Accept a write durably; placement happens later in a worker.
+-- Accept a write durably; placement happens later in a worker, in received_at order.
 INSERT INTO fabric.writes (org, id, content, subject, relation, value, valid_from, valid_to,
-                           source, kind, durability, metadata, job_id)
+                           source, kind, durability, metadata, job_id, received_at)
 VALUES (%(org)s, %(id)s, %(content)s, %(subject)s, %(relation)s, %(value)s,
         coalesce(%(valid_from)s, now()), %(valid_to)s, %(source)s, %(kind)s, %(durability)s,
-        coalesce(%(metadata)s, '{}'::jsonb), %(job_id)s);
+        coalesce(%(metadata)s, '{}'::jsonb), %(job_id)s,
+        clock_timestamp());  -- not now(): writes of one batch keep their order
 
 -- name: write_status
 -- Where a write stands, with the decision that settled it.

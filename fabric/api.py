@@ -109,7 +109,7 @@ class Fabric:
         """A pooled connection in a transaction, with the tenant set for row-level security
         (`fabric.org`, local to the transaction: migration 0002). A database role that may not act
         for `org` sees none of its rows, and a write it attempts raises `TenantAccessDenied`."""
-        from .roles import TenantAccessDenied
+        from .errors import TenantAccessDenied
 
         with self.pool.connection() as conn:
             try:
@@ -203,7 +203,7 @@ class Fabric:
                         cur.executemany(q("insert_write"), [_write_params(wid, r, job_id)
                                                             for wid, r, job_id in rows if r.org == o])
                     except psycopg.errors.InsufficientPrivilege as exc:
-                        from .roles import TenantAccessDenied
+                        from .errors import TenantAccessDenied
 
                         raise TenantAccessDenied(o, str(exc).strip()) from exc
         enqueued = True

@@ -65,3 +65,13 @@ class ValidatorError(FabricError):
 
 class EmbeddingError(FabricError):
     """The embedder failed."""
+
+
+class TenantAccessDenied(FabricError, PermissionError):
+    """The database refused this connection's role access to an org (row-level security)."""
+
+    def __init__(self, org: str | None, detail: str):
+        self.org, self.detail = org, detail
+        where = f"org {org!r}" if org is not None else "this org"
+        super().__init__(f"the database role of this connection may not act for {where} "
+                         f"(grant it with `fabric roles grant ROLE --org ORG`): {detail}")

@@ -21,7 +21,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from .errors import FabricError, NotFound, ValidationError
+from .errors import FabricError, NotFound, TenantAccessDenied, ValidationError  # noqa: F401 (re-exported)
 from .sql import q
 from .types import check_org
 
@@ -38,15 +38,6 @@ _RESERVED = {"public", "none", "current_user", "current_role", "session_user", "
 class RoleError(FabricError):
     """A role operation PostgreSQL refused (the role exists, is not fabric's, lacks a privilege, ...)."""
 
-
-class TenantAccessDenied(FabricError, PermissionError):
-    """The database refused this connection's role access to an org (row-level security)."""
-
-    def __init__(self, org: str | None, detail: str):
-        self.org, self.detail = org, detail
-        where = f"org {org!r}" if org is not None else "this org"
-        super().__init__(f"the database role of this connection may not act for {where} "
-                         f"(grant it with `fabric roles grant ROLE --org ORG`): {detail}")
 
 
 class RoleNotFound(NotFound):

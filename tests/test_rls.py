@@ -20,7 +20,7 @@ from fabric import Fabric, roles
 from fabric.db import embedding_dim_of
 from fabric.errors import NotFound
 from fabric.read.search import ANN_SQL
-from fabric.roles import TenantAccessDenied
+from fabric.errors import TenantAccessDenied
 from fabric.sql import q
 
 TABLES = ("orgs", "writes", "decisions", "memories", "memory_versions")

@@ -39,7 +39,6 @@ class RoleError(FabricError):
     """A role operation PostgreSQL refused (the role exists, is not fabric's, lacks a privilege, ...)."""
 
 
-
 class RoleNotFound(NotFound):
     """No such role (or no such grant of an org to it)."""
 

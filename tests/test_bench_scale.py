@@ -15,11 +15,13 @@ from fabric.bench import scale as sc
 from fabric.cli import app
 from fabric.errors import ValidationError
 
-DB_READS = ("search_now_large", "search_valid_at_large", "search_known_at_large", "search_now_small",
+DB_READS = ("search_now_large", "search_valid_at_large", "search_known_at_large", "search_now_medium",
+            "search_now_small",
             "search_valid_at_small", "search_known_at_small", "current_value", "walk_1000",
             "belief_state_1000", "history")
-LIB_READS = ("lib_search_large", "lib_search_small", "lib_current_value", "lib_walk_1000",
-             "lib_belief_state_1000", "lib_history")
+LIB_READS = ("lib_search_large", "lib_search_small", "lib_search_vector_large", "lib_current_value",
+             "lib_walk_1000", "lib_belief_state_1000", "lib_history", "search_hybrid_now_large",
+             "search_hybrid_now_small")
 SEARCHES = [r for r in DB_READS if r.startswith("search_")]
 
 
@@ -56,6 +58,7 @@ def test_corpus_shape():
     assert (c.v_exp[expired] >= c.v_rec[expired]).all()
 
 
+@pytest.mark.timeout(900)  # about a minute on a quiet 2-core machine; the CI box is shared
 def test_bench_scale_quick(database_url, redis_url, tmp_path):
     out = tmp_path / "results"
     runner = CliRunner()
@@ -74,6 +77,9 @@ def test_bench_scale_quick(database_url, redis_url, tmp_path):
         assert r["n"] >= 10, name
         assert 0 < r["p50_ms"] <= r["p95_ms"] <= r["p99_ms"], name
         assert r["qps"] > 0, name
+    for name in DB_READS + ("flat_pgvector_large", "flat_pgvector_small"):
+        # the server's on-CPU time was read from /proc (the test server runs on this machine)
+        assert 0 < reads[name]["server_cpu_p50_ms"], name
     for name in SEARCHES + ["flat_pgvector_large", "flat_pgvector_small"]:
         assert 0.0 <= reads[name]["recall_at_10"] <= 1.0, name
     assert reads["search_now_large"]["recall_at_10"] >= 0.9

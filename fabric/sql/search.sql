@@ -24,7 +24,7 @@ named AS MATERIALIZED (   -- lexemes of the words the query names (people, place
     FROM qlex q JOIN unnest(to_tsvector('english', %(names)s)) AS n ON n.lexeme = q.lexeme
 ),
 terms AS MATERIALIZED (   -- each lexeme, and each pair of lexemes adjacent in the query as a phrase
-    SELECT row_number() OVER () AS term, tq, tq IN (SELECT tq FROM named) AS is_name
+    SELECT row_number() OVER () AS term, tq
     FROM (SELECT tq FROM qlex
           UNION
           SELECT tsquery_phrase(a.tq, b.tq) FROM qlex a JOIN qlex b ON b.pos = a.pos + 1) t

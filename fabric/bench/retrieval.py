@@ -291,11 +291,24 @@ def run_quality(fab: Any, corpus: Corpus, *, org: str, keyed: bool = False) -> l
     with fab.pool.connection() as conn:
         bulk_load(conn, org, rows, vectors, recorded_at=now - timedelta(days=1), valid_from=now - timedelta(days=30))
         conn.execute("ANALYZE fabric.memories")
+        conn.execute("ANALYZE fabric.memory_versions")
     subjects = {f.id: f.subject for f in corpus.facts}
     out = []
     for mode in MODES:
         results = [[m.id for m in fab.search(q.text, org=org, k=5, mode=mode)] for q in corpus.questions]
         out.append(_score(results, corpus, subjects, mode))
+    # The ablation: plain reciprocal rank fusion, without ordering by the names the query capitalises.
+    from ..read.search import search
+
+    qvecs = fab.embedder.embed([q.text for q in corpus.questions])
+    results = []
+    with fab.pool.connection() as conn:
+        for q, vec in zip(corpus.questions, qvecs):
+            rows = search(conn, org=org, text=q.text, vector=vec, mode="hybrid", k=5, valid_at=now, known_at=now,
+                          ef_search=fab.settings.ef_search, names=False)
+            conn.commit()
+            results.append([r["id"] for r in rows])
+    out.append(_score(results, corpus, subjects, "hybrid, RRF only"))
     return out
 
 

@@ -8,12 +8,11 @@ import logging
 import os
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import psycopg
 import redis
@@ -24,14 +23,16 @@ from . import queue as fq
 from .config import Settings
 from .embed import Embedder, make_embedder
 from .errors import (
-    DimensionMismatch, FabricError, NotFound, PlacementParked, PlacementTimeout, QueueError, ValidationError,
+    DimensionMismatch, NotFound, PlacementParked, PlacementTimeout, QueueError, ValidationError,
 )
-from .read.search import vector_search
 from .sql import q
 from .types import (
     DecisionRecord, Memory, Placement, WriteReceipt, WriteRequest, as_uuid, aware, check_org, utcnow,
 )
 from .write import retract as retract_mod
+
+if TYPE_CHECKING:
+    from .replay import ReplayReport
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,6 @@ from typing import Any
 
 import psycopg
 import redis
-from psycopg.types.json import Jsonb
 
 from .config import Settings
 from .errors import PolicyRefused, ValidationError

@@ -40,11 +40,10 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from .errors import ConfigurationError, NotFound, ValidationError
-from .placement.intervals import ChainMember, plan_insert
 from .placement.validator import Candidate, Decision, IncomingWrite, Validator
 from .sql import q
 from .types import as_uuid, check_org
-from .write.apply import apply_decision, decide
+from .write.apply import apply_decision, decide, plan_node, write_revisions
 
 if TYPE_CHECKING:
     from .api import Fabric
@@ -364,45 +363,13 @@ def _change(write: IncomingWrite, change: str, r: dict[str, Any], d: Decision, o
 
 def _shape(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray, d: Decision,
            cands: Sequence[Candidate], key_rows: Sequence[dict[str, Any]], node_id: uuid.UUID) -> dict | None:
-    """Where `apply_decision` would put this write if its node were `node_id` (same rules, no writes)."""
-    by_id = {c.id: c for c in cands}
-    target = by_id.get(d.target_id) if d.target_id else None
-    subject = write.subject or d.subject
-    relation = write.relation or (d.relation if d.subject else None)
-    value = write.value if write.subject else d.value
-    valid_to, state, superseded_by, revisions, details = write.valid_to, "live", None, (), {}
-    if d.kind == "new_branch":
-        parent, root, depth = None, node_id, 0
-    elif d.kind == "child_update":
-        if target is None:
-            return None
-        parent, root, depth = target.id, target.root_id, target.depth + 1
-    elif d.kind == "contradiction_fork":
-        if target is None:
-            return None
-        org = write.org
-        if subject is not None and relation is not None and (write.subject or any(
-                kr["subject"] == subject and kr["relation"] == relation for kr in key_rows)):
-            chain_rows = key_rows or conn.execute(q("key_members"), {
-                "org": org, "subject": subject, "relation": relation, "q": vec}).fetchall()
-        else:
-            chain_rows = conn.execute(q("chain_members"), {"org": org, "id": target.id}).fetchall()
-        chain = [ChainMember(cr["id"], cr["valid_from"], cr["valid_to"], cr.get("value")) for cr in chain_rows]
-        if target.id not in {m.id for m in chain}:
-            chain.append(ChainMember(target.id, target.valid_from, target.valid_to, target.value))
-        plan = plan_insert(node_id, write.valid_from, write.valid_to, value if subject else None, chain,
-                           target_id=target.id)
-        valid_to, superseded_by = plan.new_valid_to, plan.new_superseded_by
-        state = "superseded" if superseded_by else "live"
-        revisions = plan.revisions
-        details = {"out_of_order": plan.out_of_order, "superseded": [str(x.memory_id) for x in revisions]}
-        anchor = by_id.get(plan.anchor_id) or target
-        parent, depth = anchor.parent_id, anchor.depth
-        root = anchor.root_id if anchor.parent_id else node_id
-    else:
+    """Where `apply_decision` would put this write if its node were `node_id` (the same rules: plan_node)."""
+    plan = plan_node(conn, write, vec, d, cands, key_rows, node_id)
+    if plan is None:
         return None
-    return {"node": (parent, root, depth, subject, relation, value, d.kind), "valid_to": valid_to,
-            "state": state, "superseded_by": superseded_by, "revisions": revisions, "details": details}
+    return {"node": (plan.parent_id, plan.root_id, plan.depth, plan.subject, plan.relation, plan.value, d.kind),
+            "valid_to": plan.valid_to, "state": plan.state, "superseded_by": plan.superseded_by,
+            "revisions": plan.revisions, "details": plan.details}
 
 
 def _reinstate(conn: psycopg.Connection, org: str, memory_id: uuid.UUID, write: IncomingWrite, shape: dict,
@@ -410,10 +377,7 @@ def _reinstate(conn: psycopg.Connection, org: str, memory_id: uuid.UUID, write: 
     conn.execute(q("reinstate_version"), {
         "org": org, "memory_id": memory_id, "valid_from": write.valid_from, "valid_to": shape["valid_to"],
         "state": shape["state"], "superseded_by": shape["superseded_by"], "decision_id": decision_id, "now": now})
-    for rev in shape["revisions"]:
-        conn.execute(q("revise_version"), {
-            "org": org, "memory_id": rev.memory_id, "valid_to": rev.valid_to, "state": "superseded",
-            "superseded_by": rev.superseded_by, "decision_id": decision_id, "now": now})
+    write_revisions(conn, org, shape["revisions"], decision_id, now)
 
 
 def _log(conn: psycopg.Connection, org: str, decision_id: uuid.UUID, d: Decision, write_id: uuid.UUID,

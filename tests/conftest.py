@@ -5,9 +5,7 @@ Isolation is by tenant: every test gets its own org, so tests share one migrated
 
 from __future__ import annotations
 
-import os
 import uuid
-from pathlib import Path
 
 import pytest
 

@@ -10,7 +10,6 @@ from psycopg.rows import dict_row
 
 from fabric import Fabric
 from fabric.errors import NotFound, ValidationError
-from fabric.types import utcnow
 
 TABLES = {
     "writes": "SELECT * FROM fabric.writes WHERE org = %s ORDER BY id",

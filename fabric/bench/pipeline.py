@@ -10,7 +10,6 @@ The baseline printed beside write(): a bare INSERT of the same row, measured in 
 from __future__ import annotations
 
 import random
-import statistics
 import time
 import uuid
 from dataclasses import dataclass, field

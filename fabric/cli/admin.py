@@ -20,7 +20,7 @@ from .. import queue as fq
 from ..errors import ValidationError
 from ..types import DECISION_KINDS
 from .app import (
-    EXIT_ERROR, EXIT_TIMEOUT, JsonOpt, OrgOpt, app, connected, console, err_console, fmt_time, handle_errors,
+    EXIT_TIMEOUT, JsonOpt, OrgOpt, app, connected, console, err_console, fmt_time, handle_errors,
     parse_time, print_json,
 )
 from .bench import bench_app

@@ -18,7 +18,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ..errors import FabricError
-from ..placement.intervals import ChainMember, plan_insert
+from ..placement.intervals import ChainMember, Revision, plan_insert
 from ..placement.validator import Candidate, Decision, IncomingWrite, Validator, check_decision, pregate
 from ..read.search import vector_search
 from ..sql import q
@@ -116,37 +116,39 @@ def place_one(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndar
     raise FabricError(f"write {write.id}: candidates kept changing over {MAX_RACE_RETRIES} attempts")
 
 
-def apply_decision(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, decision: Decision,
-                   cands: Sequence[Candidate], key_rows: Sequence[dict[str, Any]], now, *,
-                   replay_id: uuid.UUID | None = None) -> Placement:
-    """Write the decision's consequences. Runs inside the caller's transaction."""
+@dataclass(frozen=True)
+class NodePlan:
+    """Where a decision puts a write's new node, and which versions it revises (nothing written yet)."""
+
+    parent_id: uuid.UUID | None
+    root_id: uuid.UUID
+    depth: int
+    subject: str | None
+    relation: str | None
+    value: str | None
+    valid_to: Any
+    state: str
+    superseded_by: uuid.UUID | None
+    revisions: tuple[Revision, ...]
+    details: dict[str, Any]
+
+
+def plan_node(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, decision: Decision,
+              cands: Sequence[Candidate], key_rows: Sequence[dict[str, Any]], node_id: uuid.UUID) -> NodePlan | None:
+    """The one implementation of the placement rules (apply and replay both use it). None for a duplicate,
+    or when the decision's target is not among the candidates."""
     org = write.org
     by_id = {c.id: c for c in cands}
     target = by_id.get(decision.target_id) if decision.target_id else None
-    decision_id = uuid.uuid4()
-    memory_id = uuid.uuid4()
     subject = write.subject or decision.subject
     relation = write.relation or (decision.relation if decision.subject else None)
     value = write.value if write.subject else decision.value
-    details: dict[str, Any] = {}
-    valid_to, state, superseded_by = write.valid_to, "live", None
-    revisions = ()
-    parent_id: uuid.UUID | None = None
-    root_id: uuid.UUID | None = None
-    depth = 0
-
-    if decision.kind == "duplicate":
-        assert target is not None
-        _log_decision(conn, org, decision_id, decision, write.id, target.id, target.id, now, replay_id, details)
-        conn.execute(q("settle_write"), {"org": org, "id": write.id, "status": "duplicate",
-                                         "memory_id": target.id, "decision_id": decision_id, "now": now})
-        return _placement(write, decision, target.id, target.id, decision_id, False)
-
-    if decision.kind == "child_update":
-        assert target is not None
+    valid_to, state, superseded_by, revisions, details = write.valid_to, "live", None, (), {}
+    if decision.kind == "new_branch":
+        parent_id, root_id, depth = None, node_id, 0
+    elif decision.kind == "child_update" and target is not None:
         parent_id, root_id, depth = target.id, target.root_id, target.depth + 1
-    elif decision.kind == "contradiction_fork":
-        assert target is not None
+    elif decision.kind == "contradiction_fork" and target is not None:
         if subject is not None and relation is not None and (write.subject or any(
                 r["subject"] == subject and r["relation"] == relation for r in key_rows)):
             chain_rows = key_rows or conn.execute(q("key_members"), {
@@ -156,34 +158,60 @@ def apply_decision(conn: psycopg.Connection, write: IncomingWrite, embedding: np
         chain = [ChainMember(r["id"], r["valid_from"], r["valid_to"], r.get("value")) for r in chain_rows]
         if target.id not in {m.id for m in chain}:
             chain.append(ChainMember(target.id, target.valid_from, target.valid_to, target.value))
-        plan = plan_insert(memory_id, write.valid_from, write.valid_to, value if subject else None, chain,
+        plan = plan_insert(node_id, write.valid_from, write.valid_to, value if subject else None, chain,
                            target_id=target.id)
-        valid_to, superseded_by = plan.new_valid_to, plan.new_superseded_by
+        valid_to, superseded_by, revisions = plan.new_valid_to, plan.new_superseded_by, plan.revisions
         state = "superseded" if superseded_by else "live"
-        revisions = plan.revisions
         details = {"out_of_order": plan.out_of_order, "superseded": [str(r.memory_id) for r in revisions]}
         anchor = by_id.get(plan.anchor_id) or target
-        parent_id, root_id, depth = anchor.parent_id, anchor.root_id if anchor.parent_id else None, anchor.depth
-    # new_branch: a root of its own.
+        # A sibling of what it contradicts: same parent (a root's correction is a root of its own).
+        parent_id, depth = anchor.parent_id, anchor.depth
+        root_id = anchor.root_id if anchor.parent_id else node_id
+    else:
+        return None
+    return NodePlan(parent_id, root_id, depth, subject, relation, value, valid_to, state, superseded_by,
+                    tuple(revisions), details)
 
-    _log_decision(conn, org, decision_id, decision, write.id, memory_id, target.id if target else None, now,
-                  replay_id, details)
-    conn.execute(q("insert_memory"), {
-        "org": org, "id": memory_id, "write_id": write.id, "parent_id": parent_id, "root_id": root_id,
-        "depth": depth, "content": write.content, "subject": subject, "relation": relation, "value": value,
-        "source": write.source, "kind": write.kind, "durability": write.durability,
-        "metadata": Jsonb(write.metadata or {}), "placement": decision.kind, "embedding": embedding, "now": now})
-    conn.execute(q("insert_version"), {
-        "org": org, "memory_id": memory_id, "valid_from": write.valid_from, "valid_to": valid_to,
-        "state": state, "superseded_by": superseded_by, "decision_id": decision_id, "now": now})
+
+def write_revisions(conn: psycopg.Connection, org: str, revisions: Sequence[Revision], decision_id: uuid.UUID,
+                    now) -> None:
     for rev in revisions:
         conn.execute(q("revise_version"), {
             "org": org, "memory_id": rev.memory_id, "valid_to": rev.valid_to, "state": "superseded",
             "superseded_by": rev.superseded_by, "decision_id": decision_id, "now": now})
+
+
+def apply_decision(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, decision: Decision,
+                   cands: Sequence[Candidate], key_rows: Sequence[dict[str, Any]], now, *,
+                   replay_id: uuid.UUID | None = None) -> Placement:
+    """Write the decision's consequences. Runs inside the caller's transaction."""
+    org = write.org
+    decision_id = uuid.uuid4()
+    target_id = decision.target_id if decision.kind != "new_branch" else None
+
+    if decision.kind == "duplicate":
+        assert target_id is not None and any(c.id == target_id for c in cands)
+        _log_decision(conn, org, decision_id, decision, write.id, target_id, target_id, now, replay_id, {})
+        conn.execute(q("settle_write"), {"org": org, "id": write.id, "status": "duplicate",
+                                         "memory_id": target_id, "decision_id": decision_id, "now": now})
+        return _placement(write, decision, target_id, target_id, decision_id, False)
+
+    memory_id = uuid.uuid4()
+    plan = plan_node(conn, write, embedding, decision, cands, key_rows, memory_id)
+    assert plan is not None, "check_decision admits only targets among the candidates"
+    _log_decision(conn, org, decision_id, decision, write.id, memory_id, target_id, now, replay_id, plan.details)
+    conn.execute(q("insert_memory"), {
+        "org": org, "id": memory_id, "write_id": write.id, "parent_id": plan.parent_id, "root_id": plan.root_id,
+        "depth": plan.depth, "content": write.content, "subject": plan.subject, "relation": plan.relation,
+        "value": plan.value, "source": write.source, "kind": write.kind, "durability": write.durability,
+        "metadata": Jsonb(write.metadata or {}), "placement": decision.kind, "embedding": embedding, "now": now})
+    conn.execute(q("insert_version"), {
+        "org": org, "memory_id": memory_id, "valid_from": write.valid_from, "valid_to": plan.valid_to,
+        "state": plan.state, "superseded_by": plan.superseded_by, "decision_id": decision_id, "now": now})
+    write_revisions(conn, org, plan.revisions, decision_id, now)
     conn.execute(q("settle_write"), {"org": org, "id": write.id, "status": "placed", "memory_id": memory_id,
                                      "decision_id": decision_id, "now": now})
-    return _placement(write, decision, memory_id, target.id if target else None, decision_id,
-                      bool(details.get("out_of_order")))
+    return _placement(write, decision, memory_id, target_id, decision_id, bool(plan.details.get("out_of_order")))
 
 
 def _log_decision(conn, org, decision_id, d: Decision, write_id, memory_id, target_id, now, replay_id,

@@ -104,15 +104,19 @@ def search(
     valid_at: Optional[str] = typer.Option(None, help="ISO time: what was true then."),
     known_at: Optional[str] = typer.Option(None, help="ISO time: as the store knew it then."),
     include_superseded: bool = typer.Option(False, "--include-superseded"),
+    mode: str = typer.Option("hybrid", "--mode", help="hybrid (default), vector or lexical."),
+    context: int = typer.Option(0, "--context", help="With each hit, up to N live neighbours on its branch."),
+    explain: bool = typer.Option(False, "--explain", help="Show each leg's rank (in --json)."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Search memories by meaning, with time filters.
+    """Search memories (full text and meaning fused), with time filters.
 
-    Example: fabric search "Where does Alice work?" --valid-at 2021-06-01T00:00:00Z
+    Example: fabric search "Where does Alice work?" --valid-at 2021-06-01T00:00:00Z --context 2
     """
     with connected() as fab:
         found = fab.search(query, org=org, k=k, valid_at=parse_time("valid_at", valid_at),
-                           known_at=parse_time("known_at", known_at), include_superseded=include_superseded)
+                           known_at=parse_time("known_at", known_at), include_superseded=include_superseded,
+                           mode=mode, context=context, explain=explain)
     print_json(found) if as_json else console.print(memory_table(found, f"search: {query}", score=True))
 
 

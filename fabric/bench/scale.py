@@ -1622,9 +1622,11 @@ def run(cfg: ScaleConfig, database_url: str, redis_url: str, progress: Progress 
     cfg.out.mkdir(parents=True, exist_ok=True)
     json_path = cfg.out / "scale.json"
     png_path = cfg.out / "scale.png"
-    results["files"] = {"json": str(json_path), "png": str(png_path)}
+    md_path = cfg.out / "scale.md"
+    results["files"] = {"json": str(json_path), "png": str(png_path), "markdown": str(md_path)}
     json_path.write_text(json.dumps(results, indent=2, default=str))
     write_chart(results, png_path)
+    md_path.write_text(markdown(results))
     return results
 
 
@@ -1793,6 +1795,101 @@ READ_ROWS = (
 )
 
 
+def _cell(x: dict[str, Any], key: str, fmt: str = "{:.2f}") -> str:
+    v = x.get(key)
+    return "" if v is None else fmt.format(v)
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The results as markdown tables (for docs/performance.md)."""
+    out: list[str] = []
+    for s in results["sizes"]:
+        r, cs = s["reads"], s["corpus"]
+        la = s.get("load_average_after")
+        out.append(f"### {s['label']} memories\n")
+        out.append(f"{cs['orgs']:,} orgs; large org {cs['large_org_memories']:,}, medium org "
+                   f"{cs.get('medium_org_memories', 0):,}, small org {cs['small_org_memories']}; "
+                   f"{cs['versions']:,} versions; {cs['not_current_fraction']:.0%} not current; max depth "
+                   f"{cs['max_depth']}. Synthetic embeddings. Server: PostgreSQL {s['server']['server_version']}, "
+                   f"pgvector {s['server']['pgvector']}, shared_buffers {s['server']['shared_buffers']}."
+                   + (f" Load average {la[0]:.1f} on {results['meta'].get('cpu_count')} CPUs." if la else "")
+                   + f" This size took {s['total_s']:.0f} s.\n")
+        out.append("| read | p50 ms | p95 ms | p99 ms | server CPU ms | client CPU ms | recall@10 | ×flat pgvector "
+                   "(CPU) | ×ChromaDB (CPU) | note |")
+        out.append("|---|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+        for name, label, flat, chroma in READ_ROWS:
+            if name not in r:
+                continue
+            x = r[name]
+            filtered = "valid_at" in name or "known_at" in name
+
+            def vs(base: str | None) -> str:
+                rr = ratio(x["p50_ms"], r[base]["p50_ms"]) if base and base in r else None
+                if rr is None:
+                    return ""
+                rc = ratio(x.get("cpu_p50_ms"), r[base].get("cpu_p50_ms"))
+                return f"{rr:.2f}{'†' if filtered else ''}" + (f" ({rc:.2f})" if rc is not None else "")
+
+            note = []
+            if x.get("exact_fallback_rate"):
+                note.append(f"exact fallback {x['exact_fallback_rate']:.0%}")
+            if x.get("not_current_in_top10") is not None:
+                note.append(f"{x['not_current_in_top10']:.0%} of top-10 not current")
+            if x.get("rows_mean") is not None and not name.startswith("search"):
+                note.append(f"{x['rows_mean']:.0f} rows")
+            out.append(f"| {label.replace('·', '–')} | {x['p50_ms']:.2f} | {x['p95_ms']:.2f} | {x['p99_ms']:.2f} | "
+                       f"{_cell(x, 'server_cpu_p50_ms')} | {_cell(x, 'client_cpu_p50_ms')} | "
+                       f"{_cell(x, 'recall_at_10', '{:.3f}')} | {vs(flat)} | {vs(chroma)} | {', '.join(note)} |")
+        ing = s.get("ingest")
+        if ing:
+            wa = ing["write_accept"]
+            out.append("")
+            out.append(f"Ingest: write() {wa['accepted_per_s']:.0f} accepted/s (p50 {wa['p50_ms']:.2f} ms), "
+                       f"write_many() {wa['write_many_accepted_per_s']:.0f}/s; placements/s with the rule validator, "
+                       f"embedding excluded: {ing['place_1_workers']['placements_per_s']:.0f} (1 worker), "
+                       f"{ing['place_2_workers']['placements_per_s']:.0f} (2 workers); 2 workers embedding locally: "
+                       f"{ing['place_2_workers_with_embedding']['placements_per_s']:.0f}/s; embedder "
+                       f"{ing['embedder']['texts_per_s']:.0f} texts/s.")
+        d = s.get("disk")
+        if d:
+            out.append(f"Disk: {d['memory_tables_bytes_per_memory']:.0f} B per memory (memories + versions with "
+                       f"their indexes; the HNSW index {d['hnsw_bytes_per_memory']:.0f}), "
+                       f"{d['all_tables_bytes_per_memory']:.0f} B with writes and decisions; flat pgvector "
+                       f"{d.get('flat_pgvector_bytes_per_row') or 0:.0f} B per row.")
+        ld = s.get("load", {})
+        if ld:
+            out.append("Load: " + ", ".join(f"{k} {v}" for k, v in ld.items() if not isinstance(v, dict)) + "; "
+                       + "; ".join(f"{k} " + ", ".join(f"{a} {b}" for a, b in v.items())
+                                   for k, v in ld.items() if isinstance(v, dict)) + ".")
+        out.append("")
+    g = results.get("growth", {})
+    if g and len(results["sizes"]) > 1:
+        labels = [s["label"] for s in results["sizes"]]
+        out.append("### Cost growth\n")
+        out.append("p50 wall ms (server CPU ms); b: exponent of cost ~ N^b on server CPU, smallest to largest size.\n")
+        out.append("| read | " + " | ".join(labels) + " | b |")
+        out.append("|---|" + "--:|" * (len(labels) + 1))
+        for name, e in g.items():
+            cells = []
+            for lab in labels:
+                w, c = e["p50_ms"].get(lab), e.get("cpu_ms", {}).get(lab)
+                cells.append("" if w is None else f"{w:.2f}" + (f" ({c:.2f})" if c is not None else ""))
+            out.append(f"| {name} | " + " | ".join(cells) + f" | {e.get('exponent', '')}"
+                       + (" **linear**" if e.get("grows_linearly") else "") + " |")
+        out.append("")
+    t = results.get("targets", [])
+    if t:
+        out.append(f"### Targets (checked at {t[0]['at']})\n")
+        out.append("| target | goal | measured (wall) | met | on CPU (server; a ratio: total) | met on CPU |")
+        out.append("|---|---|--:|---|--:|---|")
+        yn = {True: "yes", False: "**no**", None: ""}
+        for x in t:
+            out.append(f"| {x['target']} | {x['goal']} | {x['measured']} | {yn[x['met']]} | "
+                       f"{'' if x.get('cpu_measured') is None else x['cpu_measured']} | {yn[x.get('cpu_met')]} |")
+        out.append("")
+    return "\n".join(out)
+
+
 def render(results: dict[str, Any], console: Any) -> None:
     """Rich tables: reads per size (with ratios to the flat baselines), ingest, disk, growth, targets."""
     from rich.table import Table
@@ -1886,7 +1983,7 @@ def render(results: dict[str, Any], console: Any) -> None:
             gt.add_row(name, *cells, f"{e.get('exponent', '')}" + (" (linear!)" if e.get("grows_linearly") else ""))
         console.print(gt)
     tt = Table(title=f"targets (stated for 1M; checked at {results['sizes'][-1]['label'] if results['sizes'] else '-'})")
-    for col in ("target", "goal", "measured (wall)", "met", "server CPU", "met on CPU"):
+    for col in ("target", "goal", "measured (wall)", "met", "on CPU (server; ratio: total)", "met on CPU"):
         tt.add_column(col)
 
     def yes(v: bool | None) -> str:

@@ -45,7 +45,7 @@ import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
-from psycopg.rows import dict_row, tuple_row
+from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from ..errors import ConfigurationError, DatabaseError, ValidationError
@@ -1601,7 +1601,8 @@ def run(cfg: ScaleConfig, database_url: str, redis_url: str, progress: Progress 
     started = time.perf_counter()
     results: dict[str, Any] = {
         "meta": {"started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                 "sizes": cfg.sizes, "seed": cfg.seed, "k": K, "ef_search": EF_SEARCH, "hnsw": "m=16, ef_construction=64",
+                 "sizes": cfg.sizes, "seed": cfg.seed, "k": K, "ef_search": EF_SEARCH,
+                 "hnsw": "m=16, ef_construction=64",
                  "embeddings": EMBEDDINGS_NOTE, "cpu_count": os.cpu_count(),
                  "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
                  "notes": [
@@ -1795,6 +1796,19 @@ READ_ROWS = (
 )
 
 
+def _vs(reads: dict[str, Any], name: str, base: str | None) -> str:
+    """fabric p50 / baseline p50 (and the ratio of total CPU); † when the fabric read is time-filtered."""
+    if not base or base not in reads:
+        return ""
+    x, b = reads[name], reads[base]
+    rr = ratio(x["p50_ms"], b["p50_ms"])
+    if rr is None:
+        return ""
+    rc = ratio(x.get("cpu_p50_ms"), b.get("cpu_p50_ms"))
+    dagger = "†" if ("valid_at" in name or "known_at" in name) else ""
+    return f"{rr:.2f}{dagger}" + (f" ({rc:.2f})" if rc is not None else "")
+
+
 def _cell(x: dict[str, Any], key: str, fmt: str = "{:.2f}") -> str:
     v = x.get(key)
     return "" if v is None else fmt.format(v)
@@ -1821,14 +1835,6 @@ def markdown(results: dict[str, Any]) -> str:
             if name not in r:
                 continue
             x = r[name]
-            filtered = "valid_at" in name or "known_at" in name
-
-            def vs(base: str | None) -> str:
-                rr = ratio(x["p50_ms"], r[base]["p50_ms"]) if base and base in r else None
-                if rr is None:
-                    return ""
-                rc = ratio(x.get("cpu_p50_ms"), r[base].get("cpu_p50_ms"))
-                return f"{rr:.2f}{'†' if filtered else ''}" + (f" ({rc:.2f})" if rc is not None else "")
 
             note = []
             if x.get("exact_fallback_rate"):
@@ -1839,7 +1845,8 @@ def markdown(results: dict[str, Any]) -> str:
                 note.append(f"{x['rows_mean']:.0f} rows")
             out.append(f"| {label.replace('·', '–')} | {x['p50_ms']:.2f} | {x['p95_ms']:.2f} | {x['p99_ms']:.2f} | "
                        f"{_cell(x, 'server_cpu_p50_ms')} | {_cell(x, 'client_cpu_p50_ms')} | "
-                       f"{_cell(x, 'recall_at_10', '{:.3f}')} | {vs(flat)} | {vs(chroma)} | {', '.join(note)} |")
+                       f"{_cell(x, 'recall_at_10', '{:.3f}')} | {_vs(r, name, flat)} | {_vs(r, name, chroma)} | "
+                       f"{', '.join(note)} |")
         ing = s.get("ingest")
         if ing:
             wa = ing["write_accept"]
@@ -1907,14 +1914,6 @@ def render(results: dict[str, Any], console: Any) -> None:
             if name not in r:
                 continue
             x = r[name]
-            filtered = "valid_at" in name or "known_at" in name
-
-            def vs(base: str | None) -> str:
-                rr = ratio(x["p50_ms"], r[base]["p50_ms"]) if base and base in r else None
-                if rr is None:
-                    return ""
-                rc = ratio(x.get("cpu_p50_ms"), r[base].get("cpu_p50_ms"))
-                return f"{rr:.2f}{'†' if filtered else ''}" + (f" ({rc:.2f})" if rc is not None else "")
 
             rec = x.get("recall_at_10")
             note = []
@@ -1926,8 +1925,9 @@ def render(results: dict[str, Any], console: Any) -> None:
                 note.append(f"{x['rows_mean']:.0f} rows")
             srv = f"{x['server_cpu_p50_ms']:.2f}" if x.get("server_cpu_p50_ms") is not None else ""
             cli = f"{x['client_cpu_p50_ms']:.2f}" if x.get("client_cpu_p50_ms") is not None else ""
-            t.add_row(label, f"{x['p50_ms']:.2f}", f"{x['p95_ms']:.2f}", f"{x['p99_ms']:.2f}", srv, cli, f"{x['qps']:.0f}",
-                      "" if rec is None else f"{rec:.3f}", vs(flat), vs(chroma), ", ".join(note))
+            t.add_row(label, f"{x['p50_ms']:.2f}", f"{x['p95_ms']:.2f}", f"{x['p99_ms']:.2f}", srv, cli,
+                      f"{x['qps']:.0f}",
+                      "" if rec is None else f"{rec:.3f}", _vs(r, name, flat), _vs(r, name, chroma), ", ".join(note))
         console.print(t)
         la = s.get("load_average_after") or results["meta"].get("load_average")
         console.print("[dim]p50/p95/p99: wall time of the library's SQL with a precomputed query vector (lib: the "
@@ -1982,7 +1982,8 @@ def render(results: dict[str, Any], console: Any) -> None:
                 cells.append("" if w is None else f"{w:.2f}" + (f" ({c:.2f})" if c is not None else ""))
             gt.add_row(name, *cells, f"{e.get('exponent', '')}" + (" (linear!)" if e.get("grows_linearly") else ""))
         console.print(gt)
-    tt = Table(title=f"targets (stated for 1M; checked at {results['sizes'][-1]['label'] if results['sizes'] else '-'})")
+    at = results["sizes"][-1]["label"] if results["sizes"] else "-"
+    tt = Table(title=f"targets (stated for 1M; checked at {at})")
     for col in ("target", "goal", "measured (wall)", "met", "on CPU (server; ratio: total)", "met on CPU"):
         tt.add_column(col)
 

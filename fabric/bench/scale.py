@@ -575,9 +575,17 @@ class BenchDatabase:
     def create(self) -> None:
         from ..db import migrate
 
-        with psycopg.connect(self.admin_url, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.name)))
-        migrate(self.url, embedding_dim=DIM)
+        try:
+            with psycopg.connect(self.admin_url, autocommit=True) as conn:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.name)))
+        except psycopg.Error as exc:
+            raise DatabaseError(f"cannot create the benchmark database {self.name} on the server (the role "
+                                f"needs CREATEDB): {exc}") from exc
+        try:
+            migrate(self.url, embedding_dim=DIM)
+        except BaseException:
+            self.drop()
+            raise
 
     def drop(self) -> None:
         with psycopg.connect(self.admin_url, autocommit=True) as conn:

@@ -232,7 +232,10 @@ class Corpus:
     def exact_top(self, candidates: np.ndarray, query: np.ndarray, k: int = K) -> np.ndarray:
         if len(candidates) == 0:
             return candidates
-        sims = self.vectors[candidates] @ query
+        if len(candidates) * 8 > self.n:
+            sims = (self.vectors @ query)[candidates]  # no copy of a large sub-matrix
+        else:
+            sims = self.vectors[candidates] @ query
         kk = min(k, len(candidates))
         part = np.argpartition(-sims, kk - 1)[:kk]
         return candidates[part[np.argsort(-sims[part])]]

@@ -23,7 +23,8 @@ from . import queue as fq
 from .config import Settings
 from .embed import Embedder, make_embedder
 from .errors import (
-    DimensionMismatch, NotFound, PlacementParked, PlacementTimeout, QueueError, ValidationError,
+    DimensionMismatch, NotFound, PlacementParked, PlacementTimeout, QueueError, TenantAccessDenied,
+    ValidationError,
 )
 from .sql import q
 from .types import (
@@ -51,6 +52,7 @@ class Fabric:
         self.redis = fq.connect(redis_url)
         self.queue = fq.make_queue(self.redis, settings.queue_name)
         self._embedder: Embedder | None = None
+        self._known_orgs: set[str] = set()  # orgs this process has registered in fabric.orgs
         self._worker: subprocess.Popen | None = None
         self._closed = False
 
@@ -110,8 +112,6 @@ class Fabric:
         """A pooled connection in a transaction, with the tenant set for row-level security
         (`fabric.org`, local to the transaction: migration 0002). A database role that may not act
         for `org` sees none of its rows, and a write it attempts raises `TenantAccessDenied`."""
-        from .errors import TenantAccessDenied
-
         with self.pool.connection() as conn:
             try:
                 if org is not None:
@@ -195,18 +195,19 @@ class Fabric:
                 rows.append((wid, r, job_id))
             jobs.extend((job_ids[o], o, ids) for o, ids in by_org.items())
         orgs = sorted({r.org for r in reqs})
-        with self._conn() as conn:
-            with conn.cursor() as cur:
-                for o in orgs:  # one transaction; each org's rows written with that org set (RLS)
-                    try:
-                        _set_org(cur, o)
+        try:
+            # One transaction, one round trip (pipeline mode); each org's rows are written with that
+            # org set on the connection (row-level security); a known org is not registered again.
+            with self._conn() as conn, conn.pipeline(), conn.cursor() as cur:
+                for o in orgs:
+                    _set_org(cur, o)
+                    if o not in self._known_orgs:
                         cur.execute(q("ensure_org"), {"org": o})
-                        cur.executemany(q("insert_write"), [_write_params(wid, r, job_id)
-                                                            for wid, r, job_id in rows if r.org == o])
-                    except psycopg.errors.InsufficientPrivilege as exc:
-                        from .errors import TenantAccessDenied
-
-                        raise TenantAccessDenied(o, str(exc).strip()) from exc
+                    cur.executemany(q("insert_write"), [_write_params(wid, r, job_id)
+                                                        for wid, r, job_id in rows if r.org == o])
+        except TenantAccessDenied as exc:  # raised by _conn when the pipeline syncs: name the org(s)
+            raise TenantAccessDenied(", ".join(orgs), exc.detail) from exc
+        self._known_orgs.update(orgs)
         enqueued = True
         try:
             fq.enqueue_jobs(self.queue, jobs, timeout=self.settings.job_timeout, retries=self.settings.job_retries)

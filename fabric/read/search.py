@@ -115,7 +115,11 @@ def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray 
     params = search_params(org=org, text=text, vector=vector, mode=mode, k=k, valid_at=valid_at,
                            known_at=known_at, include_superseded=include_superseded, live_only=live_only,
                            pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names)
-    settings = session_settings(ef_search=max(ef_search, params["pool"]))
+    # The fused modes fill a pool of `pool` rows from the vector leg; after the org and time filter
+    # ~40% of a shared graph's candidates qualify, so visit 8x the pool or the exact fallback runs on
+    # every query of a large org (measured at 100k: p50 433 -> 69 ms; docs/performance.md, proposal 1).
+    ef = max(ef_search, params["pool"]) if mode == "vector" else min(1000, max(ef_search, 8 * params["pool"]))
+    settings = session_settings(ef_search=ef)
     if psycopg.Pipeline.is_supported():
         with conn.pipeline():
             for stmt, args in settings:

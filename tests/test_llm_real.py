@@ -88,6 +88,7 @@ def test_a_decision_through_the_validator(llm_url):
     assert v.stats.snapshot()["failures"] == 0
 
 
+@pytest.mark.timeout(3600)  # ~40 model calls: minutes on a busy 2-core machine
 def test_accuracy_on_the_labelled_set(llm_url, capsys):
     from fabric.bench.validators import bench
 
@@ -100,6 +101,7 @@ def test_accuracy_on_the_labelled_set(llm_url, capsys):
                   f"calls {run['validator_calls']}, p50 {run['latency_ms_p50'] or 0:.0f} ms, "
                   f"tokens {run['prompt_tokens']}/{run['completion_tokens']}, errors {run['errors']}")
         print("llm misses:", [(m["id"], m["predicted"]) for m in llm["misses"]])
+        print("llm confusion:", llm["confusion"])
     assert llm["errors"] == 0, "every answer was schema-valid with a known target (after re-asks)"
     assert llm["validator_calls"] == r["pairs"] - llm["pregated"]
     assert llm["accuracy"] >= MIN_ACCURACY

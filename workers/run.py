@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import stat
 import sys
 
 from rq import SimpleWorker
@@ -54,6 +55,24 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _drop_inherited_sockets() -> None:
+    """Runs in every child forked from the worker (RQ's scheduler is one): close the sockets it
+    inherited. Otherwise the child keeps the worker's Postgres sessions open after the worker dies,
+    and a killed worker's transaction - with its locks - never ends. The child opens its own."""
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:  # no /proc: scan the usual range
+        fds = list(range(3, 1024))
+    for fd in fds:
+        if fd <= 2:
+            continue
+        try:
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                os.close(fd)
+        except OSError:
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fabric worker", description="Run a fabric placement worker.")
     parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
@@ -66,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(settings: Settings, *, burst: bool = False, parent_pid: int | None = None, name: str | None = None) -> int:
+    os.register_at_fork(after_in_child=_drop_inherited_sockets)
     db_url, rd_url, db_emb, _ = embedded.resolve(settings.database_url, settings.redis_url, settings.data_dir)
     if db_emb:
         migrate(db_url, embedding_dim=settings.embedding_dim)

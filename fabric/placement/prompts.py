@@ -76,6 +76,13 @@ FEW_SHOT: list[tuple[str, str]] = [
         ("m1", "Miso, the cat, has a chicken allergy.", None),
         ("m2", "Miso is four years old.", None)]),
      _answer("duplicate", "m1", "Miso", "allergy", "chicken", "Same fact in other words.", 0.9)),
+    (render_user("On Sundays the gym does not open.", [
+        ("m1", "The gym is closed on Sundays.", None)]),
+     _answer("duplicate", "m1", "gym", "closed_on", "Sundays", "Same fact, reworded.", 0.9)),
+    (render_user("Ana's brother works at Deloitte.", [
+        ("m1", "Ana works at Deloitte.", None)]),
+     _answer("new_branch", None, "Ana's brother", "employer", "Deloitte",
+             "A different person: Ana's brother, not Ana.", 0.8)),
     (render_user("The nightly backup job starts at 3am.", [
         ("m1", "The nightly backup job starts at 1am.", None)]),
      _answer("contradiction_fork", "m1", "nightly backup job", "start_time", "3am",

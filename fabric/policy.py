@@ -127,8 +127,9 @@ def invalidate_source(conn: psycopg.Connection, org: str, source: str, at: datet
         log_event(conn, org, decision_id, action="invalidate_source", now=now,
                   reason=reason or f"source {source!r} changed at {at.isoformat()}",
                   details={"source": source, "at": at.isoformat(), "memories": [str(i) for i in ids]})
-        for mid in ids:
-            conn.execute(q("end_valid_time"), {"org": org, "memory_id": mid, "valid_to": at,
+        for r in rows:  # a new version: valid time ends at `at`, state and successor unchanged
+            conn.execute(q("revise_version"), {"org": org, "memory_id": r["memory_id"], "valid_to": at,
+                                               "state": r["state"], "superseded_by": r["superseded_by"],
                                                "decision_id": decision_id, "now": now})
     log.info("source invalidated", extra={"action": "invalidate_source", "org": org, "source": source,
                                           "memories": len(ids)})

@@ -43,7 +43,9 @@ from .errors import ConfigurationError, NotFound, ValidationError
 from .placement.validator import Candidate, Decision, IncomingWrite, Validator
 from .sql import q
 from .types import as_uuid, check_org
-from .write.apply import apply_decision, decide, plan_node, write_revisions
+from .write.apply import (
+    apply_decision, candidate_from_row, decide, plan_node, with_key_members, write_revisions,
+)
 
 if TYPE_CHECKING:
     from .api import Fabric
@@ -253,22 +255,12 @@ def _candidates(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray,
     rows = conn.execute(_NEAR_ANN, params).fetchall()
     if len(rows) < k:
         rows = conn.execute(_NEAR_EXACT, params).fetchall()
-    cands = {r["id"]: _candidate(r, 1.0 - float(r["distance"]), False) for r in rows}
+    cands = {r["id"]: candidate_from_row(r, 1.0 - float(r["distance"]), False) for r in rows}
     key_rows: list[dict[str, Any]] = []
     if write.keyed:
         key_rows = conn.execute(q("replay_key_members"), {**params, "subject": write.subject,
                                                           "relation": write.relation}).fetchall()
-        for r in key_rows:
-            if r["state"] == "live":
-                cands[r["id"]] = _candidate(r, float(r["similarity"]), True)
-    return sorted(cands.values(), key=lambda c: -c.similarity), key_rows
-
-
-def _candidate(r: dict[str, Any], similarity: float, key_match: bool) -> Candidate:
-    return Candidate(id=r["id"], content=r["content"], similarity=similarity, valid_from=r["valid_from"],
-                     valid_to=r["valid_to"], parent_id=r["parent_id"], root_id=r["root_id"], depth=r["depth"],
-                     version=r["version"], subject=r["subject"], relation=r["relation"], value=r["value"],
-                     key_match=key_match)
+    return with_key_members(cands, key_rows)
 
 
 def _keep_ended(conn: psycopg.Connection, org: str, r: dict[str, Any], change: ReplayChange | None,
@@ -288,7 +280,8 @@ def _keep_ended(conn: psycopg.Connection, org: str, r: dict[str, Any], change: R
     cur = conn.execute(q("replay_current_version"), {"org": org, "memory_id": mid}).fetchone()
     if (cur is not None and cur["state"] == "live" and cur["superseded_by"] is None and cur["valid_from"] < ended
             and (cur["valid_to"] is None or cur["valid_to"] > ended)):
-        conn.execute(q("end_valid_time"), {"org": org, "memory_id": mid, "valid_to": ended,
+        conn.execute(q("revise_version"), {"org": org, "memory_id": mid, "valid_to": ended,
+                                           "state": cur["state"], "superseded_by": cur["superseded_by"],
                                            "decision_id": r["cur_decision_id"], "now": now})
 
 

@@ -104,25 +104,12 @@ WHERE m.org = %(org)s
 
 -- name: source_live_versions
 -- Live memories from a source whose valid time holds at `at` (a source change ends them there).
-SELECT v.memory_id, v.valid_from, v.valid_to
+SELECT v.memory_id, v.valid_from, v.valid_to, v.state, v.superseded_by
 FROM fabric.memories m
 JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id AND v.expired_at IS NULL
 WHERE m.org = %(org)s AND m.source = %(source)s AND v.state = 'live'
   AND v.valid_from < %(at)s AND (v.valid_to IS NULL OR v.valid_to > %(at)s)
 ORDER BY v.valid_from, v.memory_id
-
--- name: end_valid_time
--- End a memory's valid time as a new version (its state and successor unchanged).
-WITH old AS (
-    UPDATE fabric.memory_versions SET expired_at = %(now)s
-    WHERE org = %(org)s AND memory_id = %(memory_id)s AND expired_at IS NULL
-    RETURNING *
-)
-INSERT INTO fabric.memory_versions (org, memory_id, version, valid_from, valid_to, state, superseded_by,
-                                    decision_id, recorded_at)
-SELECT org, memory_id, version + 1, valid_from, %(valid_to)s, state, superseded_by, %(decision_id)s, %(now)s
-FROM old
-RETURNING memory_id, version
 
 -- name: stats_orgs
 -- The tenants to report on: one, or all.

@@ -51,18 +51,24 @@ def gather_candidates(conn: psycopg.Connection, write: IncomingWrite, embedding:
     now = utcnow()
     rows = vector_search(conn, org=write.org, query=embedding, k=k, valid_at=now, known_at=now,
                          include_superseded=True, live_only=True, ef_search=ef_search)
-    cands = {r["id"]: _candidate(r, r["score"], False) for r in rows}
+    cands = {r["id"]: candidate_from_row(r, r["score"], False) for r in rows}
     key_rows: list[dict[str, Any]] = []
     if write.keyed:
         key_rows = conn.execute(q("key_members"), {"org": write.org, "subject": write.subject,
                                                    "relation": write.relation, "q": embedding}).fetchall()
-        for r in key_rows:
-            if r["state"] == "live":
-                cands[r["id"]] = _candidate(r, float(r["similarity"]), True)
+    return with_key_members(cands, key_rows)
+
+
+def with_key_members(cands: dict[uuid.UUID, Candidate], key_rows: list[dict[str, Any]]
+                     ) -> tuple[list[Candidate], list[dict[str, Any]]]:
+    """Add the live memories under the write's key to its neighbours; best first."""
+    for r in key_rows:
+        if r["state"] == "live":
+            cands[r["id"]] = candidate_from_row(r, float(r["similarity"]), True)
     return sorted(cands.values(), key=lambda c: -c.similarity), key_rows
 
 
-def _candidate(r: dict[str, Any], similarity: float, key_match: bool) -> Candidate:
+def candidate_from_row(r: dict[str, Any], similarity: float, key_match: bool) -> Candidate:
     return Candidate(id=r["id"], content=r["content"], similarity=similarity, valid_from=r["valid_from"],
                      valid_to=r["valid_to"], parent_id=r["parent_id"], root_id=r["root_id"], depth=r["depth"],
                      version=r["version"], subject=r["subject"], relation=r["relation"], value=r["value"],

@@ -35,8 +35,9 @@ pytestmark = [
 ]
 
 # The floor the real model must reach on the labelled set, through the placement path (pre-gates on).
-# Measured when written: see the module's report in the README / closing note. Kept below the
-# measured figure so that a prompt regression fails, not run-to-run noise (decoding is greedy).
+# Measured on a busy 2-core machine: 43/49 = 87.8% with the current prompt (7 few-shot turns;
+# 40/49 with 5), against 41/49 = 83.7% for the rule validator in the same run. Kept below the
+# measured figure so that a real prompt regression fails, not a single flipped pair.
 MIN_ACCURACY = 0.75
 
 

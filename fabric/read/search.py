@@ -101,8 +101,11 @@ def session_settings(*, ef_search: int) -> list[tuple[str, tuple[Any, ...]]]:
     generic plan of `search_vector` (which psycopg's automatic preparation lets the server pick after
     a few runs) was measured at ~370 ms against ~17 ms for the custom one at 100k memories -- planned
     for an unknown k, it joins through sequential scans."""
+    # No parallel workers: the exact-scan branch would start them on every query even when its
+    # one-time filter skips it (~18 ms at 1M; docs/performance.md).
     return [("SELECT set_config('hnsw.ef_search', %s, true), set_config('jit', 'off', true), "
-             "set_config('plan_cache_mode', 'force_custom_plan', true)", (str(ef_search),))]
+             "set_config('plan_cache_mode', 'force_custom_plan', true), "
+             "set_config('max_parallel_workers_per_gather', '0', true)", (str(ef_search),))]
 
 
 def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray | None, mode: str, k: int,

@@ -1,0 +1,368 @@
+"""Read a (subject, relation, value) triple out of one plain sentence, whatever its wording.
+
+How, in four steps, all deterministic:
+1. Names: runs of capitalised words and numbers ("Halcyon Robotics", "$2 million") are the spans a
+   subject or a value can be. A sentence-initial common word ("Home for ...", "The ..."), a title
+   ("CEO", "chief executive") and a date are not names.
+2. Relation: the sentence with its names masked is matched against a small lexicon of synonym
+   groups ("chief executive" / "CEO" / "is led by" / "heads" are one group, `ceo`). A group names
+   one attribute; the same group in two sentences is the same attribute.
+3. Roles: of the two names nearest the relation's words, the subject is the one the grammar marks:
+   a possessive ("Pavel Ibarra's favourite film"), "of / for / where X" ("the chief executive of X",
+   "home for X"), or the object of a verb whose grammatical subject is the value ("X heads Y": the
+   subject is Y); otherwise the first name ("Y is led by X", "Y lives in X").
+4. Values compare after normalising case and numbers ("2 million" = "2,000,000" = "$2M").
+
+A sentence the lexicon does not cover gives no triple (None): the caller falls back to comparing
+word frames. `compare` turns two triples into a verdict: the same fact with the same value
+(duplicate or added detail), a changed value (contradiction), or another fact (separate)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from .validator import normalise
+
+# ------------------------------------------------------------------------------------- the lexicon
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """One attribute and the words that state it. `value_first`: verbs whose grammatical subject is
+    the fact's value ("Soren Yarrow heads Halcyon": the CEO *of Halcyon* is Soren Yarrow).
+    `multi`: a subject may hold several values at once (showrooms, languages): a new value is
+    another fact, never a correction. `numeric`: the value is a number (True), never one (False),
+    or either (None)."""
+
+    name: str
+    words: re.Pattern[str]
+    value_first: re.Pattern[str] | None = None
+    multi: bool = False
+    numeric: bool | None = False
+
+
+def _rel(name: str, words: str, value_first: str | None = None, *, multi: bool = False,
+         numeric: bool | None = False) -> Relation:
+    return Relation(name, re.compile(words), re.compile(value_first) if value_first else None, multi, numeric)
+
+
+# Order matters only for naming: the first group two sentences share names their attribute.
+RELATIONS: tuple[Relation, ...] = (
+    _rel("ceo", r"\bchief executive\b|\bceo\b|\bled\b|\bleads\b|\bhelms?\b|\bat the helm\b|\bheads\b"
+                r"|\bheaded\b|\brun by\b|\bruns\b|\bmanaging director\b|\btop executive\b|\bhead of\b",
+         r"\bleads\b|\bheads\b|\bruns\b|\bhelms\b|\b(?:led|headed)\b(?! by)"),
+    _rel("cfo", r"\bchief financial officer\b|\bcfo\b|\bfinance chief\b|\bhead of finance\b"),
+    _rel("cto", r"\bchief technology officer\b|\bcto\b|\bchief technical officer\b"),
+    _rel("chair", r"\bchair(?:s|man|woman|person)?\b|\bchaired by\b", r"\bchairs\b"),
+    _rel("headquarters", r"\bheadquarter(?:s|ed)\b|\bhead office\b|\bhq\b|\bhead-quartered\b|\bmain office\b"
+                         r"|\bbased (?:in|out of)\b|\bhome base\b"),
+    _rel("home_city", r"\blives?\b|\bliving in\b|\bresides?\b|\bresiding\b|\bresident of\b|\bhome\b"
+                      r"|\bmoved to\b|\brelocated to\b|\bsettled in\b|\bbased (?:in|out of)\b|\bresidence\b"),
+    _rel("employer", r"\bworks? (?:at|for)\b|\bworking (?:at|for)\b|\bemployed (?:by|at)\b|\bemployer\b"
+                     r"|\bjob (?:at|with)\b|\bjoined\b|\bemploys\b|\bhired\b|\bon the payroll of\b"
+                     r"|\bemployee (?:of|at)\b|\bworks? with\b",
+         r"\bemploys\b|\bhired\b(?! by)"),
+    _rel("manager", r"\breports? (?:to|into)\b|\breporting to\b|\bmanager\b|\bmanaged by\b|\bmanages\b|\bboss\b"
+                    r"|\bsupervis(?:or|es|ed by)\b|\bworks under\b",
+         r"\bmanages\b|\bsupervises\b"),
+    _rel("billing_plan", r"\bplan\b|\btier\b|\bsubscription\b|\bsubscribed to\b|\bsubscribes to\b|\bbilled on\b"
+                         r"|\bupgraded to\b|\bdowngraded to\b"),
+    _rel("owner", r"\bowned by\b|\bowns\b|\bparent company\b|\bsubsidiary of\b|\bacquired\b|\bbought\b"
+                  r"|\bunit of\b|\bpart of\b|\bowner\b",
+         r"\bowns\b|\bacquired\b(?! by)|\bbought\b(?! by)"),
+    _rel("spouse", r"\bmarried to\b|\bwife\b|\bhusband\b|\bspouse\b"),
+    _rel("school", r"\bstud(?:ies|ied|ying) at\b|\bstudent at\b|\battends\b|\benrolled at\b|\bgraduate of\b"
+                   r"|\bgraduated from\b"),
+    _rel("birthplace", r"\bborn in\b|\bbirthplace\b|\bnative of\b|\bhometown\b"),
+    _rel("budget", r"\bbudget\b", numeric=True),
+    _rel("headcount", r"\bemployees\b|\bheadcount\b|\bworkforce\b|\bstaff\b|\bpeople\b|\bworkers\b|\bemploys\b",
+         numeric=True),
+    _rel("revenue", r"\brevenue\b|\bturnover\b|\bsales\b", numeric=True),
+    _rel("price", r"\bcosts?\b|\bprice[ds]?\b|\bpriced at\b|\bsells for\b", numeric=True),
+    _rel("valuation", r"\bvalued at\b|\bvaluation\b|\bworth\b", numeric=True),
+    _rel("age", r"\byears? old\b|\baged?\b", numeric=True),
+    _rel("languages", r"\bspeaks\b|\bfluent in\b", multi=True),
+    _rel("sites", r"\b(?:opened|opens|opening|has|have|operates|runs|added|launched|built|owns)\b(?: [\w§-]+){0,3}? "
+                  r"(?:showroom|branch|store|shop|office|factory|plant|warehouse|outlet|studio|lab|depot|clinic"
+                  r"|campus)s?\b", multi=True, numeric=None),
+)
+
+_MULTI = frozenset(r.name for r in RELATIONS if r.multi)
+
+# "favourite film" / "loves X more than any other film": one group per kind of thing.
+_FAVOURITE = re.compile(r"\bfavou?rite (\w+)|\bmore than any other (\w+)|\bbest-loved (\w+)|\ball-time (\w+)"
+                        r"|\bfavou?rite\b")
+_SAME_THING = {"movie": "film", "films": "film", "movies": "film", "novel": "book", "books": "book",
+               "color": "colour", "dish": "food", "meal": "food", "tune": "song", "track": "song"}
+
+# ----------------------------------------------------------------------------------------- names
+
+_TOKEN = re.compile(r"[$€£]?\d(?:[\d,.:]*\d)?(?:\s?(?:%|am|pm))?|[^\W\d_][\w'’-]*|\S")
+_SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9}
+_CURRENCY_WORDS = {"dollars", "dollar", "euros", "euro", "pounds", "usd", "eur", "gbp"}
+# Capitalised at the start of a sentence, or part of a title: grammar, not a name.
+_COMMON = frozenset("""the a an this that these those our their his her its my your since as in on at from after
+    before today now currently yesterday recently home billing favourite favorite head when according update
+    correction note per following effective starting also both every each all no not there it she he they we
+    for of by with to where who which what new old former latest current main chief""".split())
+_SENTENCE_PUNCT = frozenset(':;.!?"“(—–-')
+_TITLES = frozenset("""ceo cfo cto coo cmo chief executive officer dr mr mrs ms prof president chair chairman
+    chairwoman director manager founder head hq vp""".split())
+_MONTHS = frozenset("""january february march april may june july august september october november december
+    jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday
+    sunday""".split())
+_COMPANY_WORDS = frozenset("""inc ltd llc plc gmbh corp co group labs lab robotics foods systems data dynamics
+    logistics bio holdings partners industries technologies tech software media capital bank motors energy
+    health pharma studios works company""".split())
+# "of X" marks X as the subject ("the chief executive of X") except after these nouns, where X is the
+# value ("a resident of X" lives in X).
+_OF_VALUE = re.compile(r"\b(?:resident|employee|subsidiary|member|citizen|part|out|native|graduate|fan|unit"
+                       r"|student|staff|payroll|works?|working|worked|job)\s+(?:of|for)\s*$")
+_SUBJECT_MARK = re.compile(r"(?:\b(?:of|for|where)|\bhome to|\bat)\s*$")
+_AT_SUBJECT = re.compile(r"\b(?:chief executive|ceo|cfo|cto|officer|manager|head|boss|chair\w*)\s+at\s*$")
+_NEGATION = re.compile(r"\b(?:not|no longer|never|neither|nor)\b|n['’]t\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    start: int           # character offsets in the sentence
+    end: int
+    text: str            # as written (possessive ending dropped)
+    key: str             # compared form: casefolded, numbers canonical
+    possessive: bool
+    number: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    subject: str
+    relation: str                  # the group name: one name per attribute
+    relations: frozenset[str]      # every group the wording fits ("based in": headquarters or home_city)
+    value: str
+    subject_key: str
+    value_key: str
+    negated: bool
+    others: frozenset[str]         # names in the sentence besides the subject and the value
+    detail: frozenset[str]         # content words besides the names and the relation's words
+
+
+def number_key(text: str) -> str | None:
+    """'2 million', '2,000,000', '$2M', '2m' -> '2000000'; None when text is not a number."""
+    t = text.casefold().replace("’", "'").strip()
+    m = re.fullmatch(r"[$€£]?\s*(\d[\d,]*(?:\.\d+)?)\s*((?:thousand|million|billion|mn|bn|k|m|b)?)\.?(?:\s+(?:dollars?|euros?|pounds?|usd|eur|gbp))?", t)
+    if not m:
+        return None
+    digits, scale = m.group(1), m.group(2)
+    if scale and scale not in _SCALE:
+        return None
+    if "," in digits and not re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", digits):
+        return None  # "1,5" is not a thousands grouping: leave it alone
+    n = float(digits.replace(",", "")) * _SCALE.get(scale, 1)
+    return f"{n:.6f}".rstrip("0").rstrip(".")
+
+
+def value_key(text: str) -> str:
+    n = number_key(text)
+    if n is not None:
+        return n
+    words_ = normalise(text).split()
+    if words_ and words_[0] == "the":
+        words_ = words_[1:]
+    while len(words_) > 1 and words_[-1] in {"plan", "tier", "package", "subscription", "film", "movie", "city",
+                                              "inc", "ltd", "llc", "corp", "plc"}:
+        words_ = words_[:-1]
+    return " ".join(words_)
+
+
+def _is_name(tok: str) -> bool:
+    return tok[0].isupper() or tok[0].isdigit() or tok[0] in "$€£"
+
+
+def names(text: str) -> tuple[Span, ...]:
+    """The sentence's name and number spans, in order."""
+    toks = [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
+    spans: list[Span] = []
+    run: list[tuple[int, int, str]] = []
+
+    def close() -> None:
+        # Titles at the start of a run are not part of the name ("Chief Executive Soren Yarrow").
+        while run and run[0][2].casefold().rstrip("'’s") in _TITLES:
+            run.pop(0)
+        if run:
+            spans.append(_span(text, run))
+        run.clear()
+
+    for i, (s, e, tok) in enumerate(toks):
+        low = tok.casefold()
+        nxt = toks[i + 1][2] if i + 1 < len(toks) else ""
+        initial = i == 0 or toks[i - 1][2] in _SENTENCE_PUNCT
+        if _is_name(tok) and not (initial and (low in _COMMON or low in _TITLES)) and low not in _MONTHS:
+            if initial and nxt[:1].islower() and nxt.casefold() in {"for", "of", "to", "in", "at"}:
+                close()  # "Home for Amara ..."
+                continue
+            if run and text[run[-1][1]:s].strip():  # only spaces may join the words of a name
+                close()
+            run.append((s, e, tok))
+            if tok.endswith(("'s", "’s", "'", "’")):
+                close()  # a possessive ends the name
+        elif run and low in _SCALE and run[-1][2].lstrip("$€£")[:1].isdigit() or run and low in _CURRENCY_WORDS:
+            run.append((s, e, tok))  # "2 million", "20 dollars"
+        else:
+            close()
+    close()
+    # A bare year is a time, not a subject or a value of the attributes this module knows.
+    return tuple(sp for sp in spans if not re.fullmatch(r"(?:1[89]|20)\d\d", sp.text)
+                 and sp.key not in _TITLES)
+
+
+def _span(text: str, run: list[tuple[int, int, str]]) -> Span:
+    start, end = run[0][0], run[-1][1]
+    raw = text[start:end]
+    possessive = raw.endswith(("'s", "’s", "'", "’"))
+    if possessive:
+        raw = re.sub(r"['’]s?$", "", raw)
+        end = start + len(raw)
+    n = number_key(raw)
+    key = n if n is not None else " ".join(normalise(raw).split())
+    return Span(start, end, raw, key, possessive, n is not None)
+
+
+def _project(text: str, own: tuple[Span, ...], other: tuple[Span, ...]) -> tuple[Span, ...]:
+    """The other sentence's names found here in any case ("halcyon robotics"), added to this one's."""
+    folded = text.casefold()
+    extra: list[Span] = []
+    for sp in other:
+        if sp.number or any(sp.key == o.key for o in own):
+            continue
+        for m in re.finditer(r"(?<!\w)" + re.escape(sp.text.casefold()) + r"(?!\w)", folded):
+            if not any(m.start() < o.end and o.start < m.end() for o in (*own, *extra)):
+                poss = text[m.end():m.end() + 2] in ("'s", "’s") or text[m.end():m.end() + 1] in ("'", "’")
+                extra.append(Span(m.start(), m.end(), text[m.start():m.end()], sp.key, poss, False))
+                break
+    return tuple(sorted((*own, *extra), key=lambda s: s.start))
+
+
+# ------------------------------------------------------------------------------------------ facts
+
+_STOP = frozenset("""a an the is are was were be been being has have had of in on at to for by with as and or but
+    its it his her their our this that which who whom whose now also currently still since from into than
+    any other more most very so then there here not no longer where these days update correction latest today
+    nowadays lately recently anymore billing""".split())
+_RELATION_WORDS = frozenset(w for r in RELATIONS for w in re.findall(r"[a-z]+", re.sub(r"\\[bswd]", " ", r.words.pattern))
+                            if len(w) > 2)
+
+
+def _relations(masked: str) -> tuple[list[Relation], int]:
+    """The lexicon groups the masked sentence fits, and where the first one's words sit."""
+    found: list[tuple[int, Relation]] = []
+    for rel in RELATIONS:
+        m = rel.words.search(masked)
+        if m:
+            found.append((m.start(), rel))
+    fav = _FAVOURITE.search(masked)
+    if fav:
+        thing = next((g for g in fav.groups() if g), "thing")
+        thing = _SAME_THING.get(thing, thing)
+        found.append((fav.start(), Relation(f"favourite_{thing}", _FAVOURITE)))
+        found = [f for f in found if f[1].name != "sites" and not f[1].numeric]  # "favourite shop" is not a site
+    return [r for _, r in found], (min(p for p, _ in found) if found else -1)
+
+
+def _mask(text: str, spans: tuple[Span, ...]) -> tuple[str, list[int]]:
+    """The lowercased sentence with each name replaced by '§', and where each '§' sits."""
+    out, at, pos = [], 0, []
+    for sp in spans:
+        out.append(text[at:sp.start].lower())
+        pos.append(sum(len(p) for p in out))
+        out.append("§" + ("'s" if sp.possessive else ""))
+        at = sp.end + (len(text[sp.end:]) - len(re.sub(r"^['’]s?", "", text[sp.end:])) if sp.possessive else 0)
+    out.append(text[at:].lower())
+    return "".join(out).replace("’", "'"), pos
+
+
+def extract(text: str, other: str | None = None) -> Fact | None:
+    """The sentence's triple, or None when its attribute is not in the lexicon or its names are
+    not clear. `other`: a sentence it is compared with, whose names are looked for here in any case."""
+    return _extract(text, other)
+
+
+@lru_cache(maxsize=8192)
+def _extract(text: str, other: str | None) -> Fact | None:
+    text = unicodedata.normalize("NFKC", text)
+    spans = names(text)
+    if other is not None and len(spans) < 2:
+        spans = _project(text, spans, names(unicodedata.normalize("NFKC", other)))
+    if len(spans) < 2:
+        return None
+    masked, pos = _mask(text, spans)
+    rels, at = _relations(masked)
+    if not rels:
+        return None
+    # The two names nearest the relation's words, in sentence order.
+    nearest = sorted(sorted(range(len(spans)), key=lambda i: abs(pos[i] - at))[:2])
+    a, b = (spans[i] for i in nearest)
+    pa, pb = (pos[i] for i in nearest)
+    before_b = masked[:pb]
+    marked_b = (b.possessive or (_SUBJECT_MARK.search(before_b) is not None and not _OF_VALUE.search(before_b)
+                                 and (not before_b.rstrip().endswith(" at") or _AT_SUBJECT.search(before_b))))
+    value_first = any(r.value_first and r.value_first.search(masked, pa, pb) and " by " not in masked[pa:pb]
+                      for r in rels)
+    if a.possessive and not b.possessive:
+        subject, value = a, b
+    elif (marked_b or value_first) and not b.number:
+        subject, value = b, a
+    else:
+        subject, value = a, b
+    if subject.number:
+        return None
+    rels = [r for r in rels if r.numeric is None or r.numeric == value.number]
+    if not rels:
+        return None
+    others = frozenset(sp.key for sp in spans if sp is not subject and sp is not value)
+    detail = frozenset(w for w in re.findall(r"[a-z][a-z'-]+", masked)
+                       if w not in _STOP and w not in _RELATION_WORDS and w not in _MONTHS)
+    return Fact(subject=subject.text, relation=_name(rels, subject.key), relations=frozenset(r.name for r in rels),
+                value=value.text, subject_key=subject.key, value_key=value_key(value.text),
+                negated=_NEGATION.search(masked) is not None,
+                others=others, detail=detail)
+
+
+def _name(rels: list[Relation], subject_key: str) -> str:
+    """The attribute's name; "based in" is a head office for a company and a home for anyone else."""
+    names_ = [r.name for r in rels]
+    if {"headquarters", "home_city"} <= set(names_) and len(names_) == 2 or names_[:2] == ["headquarters",
+                                                                                          "home_city"]:
+        company = subject_key.split()[-1] in _COMPANY_WORDS
+        return "headquarters" if company else "home_city"
+    return names_[0]
+
+
+def shared_relation(a: Fact, b: Fact) -> str | None:
+    """The attribute two facts share: the first lexicon group both fit, or None."""
+    both = a.relations & b.relations
+    if not both:
+        return None
+    order = [r.name for r in RELATIONS]
+    return min(both, key=lambda n: order.index(n) if n in order else -1)
+
+
+Verdict = Literal["duplicate", "child_update", "contradiction_fork", "separate"]
+
+
+def compare(old: Fact, new: Fact) -> Verdict:
+    """How a new sentence's fact stands to an old one's. Unsure means separate: never invalidate on a guess."""
+    if shared_relation(old, new) is None or old.subject_key != new.subject_key:
+        return "separate"  # another attribute, or another subject (twins, sister companies, a manager chain)
+    if old.value_key == new.value_key:
+        if old.negated != new.negated:
+            return "contradiction_fork"  # "lives in Lisbon" -> "no longer lives in Lisbon"
+        if new.others - old.others or len(new.detail - old.detail) >= 2:
+            return "child_update"
+        return "duplicate"
+    if shared_relation(old, new) in _MULTI or old.negated or new.negated:
+        return "separate"  # a second showroom is not a moved one
+    return "contradiction_fork"

@@ -66,7 +66,13 @@ RELATIONS: tuple[Relation, ...] = (
                      r"|\bjob (?:at|with)\b|\bjoined\b|\bemploys\b|\bhired\b|\bon the payroll of\b"
                      r"|\bemployee (?:of|at)\b|\bworks? with\b",
          r"\bemploys\b|\bhired\b(?! by)"),
-    _rel("manager", r"\breports? (?:to|into)\b|\breporting to\b|\bmanager\b|\bmanaged by\b|\bmanages\b|\bboss\b"
+    _rel("lead", r"\blead\b|\bleads\b|\bled by\b|\bheads\b|\bheaded by\b|\bin charge of\b|\bruns\b|\brun by\b",
+         r"\bleads\b|\bheads\b|\bruns\b"),
+    _rel("account_manager", r"\baccount (?:manager|executive|owner|lead)\b|\bcustomer success manager\b|\bcsm\b"
+                            r"|\b(?:point of|primary|main) contact\b|\blooks after\b|\bhandles the account\b",
+         r"\blooks after\b|\bhandles\b"),
+    _rel("manager", r"\breports? (?:to|into)\b|\breporting to\b|(?<!account )(?<!success )\bmanager\b"
+                    r"|\bmanaged by\b|\bmanages\b|\bboss\b"
                     r"|\bsupervis(?:or|es|ed by)\b|\bworks under\b",
          r"\bmanages\b|\bsupervises\b"),
     _rel("billing_plan", r"\bplan\b|\btier\b|\bsubscription\b|\bsubscribed to\b|\bsubscribes to\b|\bbilled on\b"
@@ -75,6 +81,28 @@ RELATIONS: tuple[Relation, ...] = (
                   r"|\bunit of\b|\bpart of\b|\bowner\b",
          r"\bowns\b|\bacquired\b(?! by)|\bbought\b(?! by)"),
     _rel("spouse", r"\bmarried to\b|\bwife\b|\bhusband\b|\bspouse\b"),
+    _rel("mentor", r"\bmentor(?:s|ed by)?\b", r"\bmentors\b"),
+    _rel("coach", r"\bcoach(?:es|ed by)?\b|\btrain(?:s|ed by)\b|\btrainer\b", r"\bcoaches\b|\btrains\b"),
+    _rel("doctor", r"\bdoctor\b|\bphysician\b|\bgp\b|\bsees dr\b|\bpatient of\b|\btreated by\b"),
+    _rel("dentist", r"\bdentist\b"),
+    _rel("landlord", r"\blandlord\b|\brents from\b|\brents (?:his|her|their|a) \w+ from\b"),
+    _rel("lawyer", r"\blawyer\b|\battorney\b|\bsolicitor\b|\blegal counsel\b|\brepresented by\b"),
+    _rel("bank", r"\bbanks with\b|\bbank\b|\bbanking partner\b"),
+    _rel("supplier", r"\bsuppl(?:ier|ies|ied by)\b|\bsources? (?:\w+ )?from\b|\bvendor\b|\bprovider\b",
+         r"\bsupplies\b"),
+    _rel("auditor", r"\baudit(?:or|ed by|s)\b", r"\baudits\b"),
+    _rel("sponsor", r"\bsponsor(?:s|ed by)?\b", r"\bsponsors\b"),
+    _rel("investors", r"\binvest(?:or|ors|ed in|s in)\b|\bbacked by\b|\bbacks\b", multi=True),
+    _rel("car", r"\bdrives\b|\bcar\b|\bvehicle\b"),
+    _rel("team", r"\bplays for\b|\bsigned (?:with|for)\b|\bclub\b"),
+    _rel("work_location", r"\bworks? (?:from|out of|in)\b|\bdesk\b|\bsits in\b|\bbased at\b|\bworkplace\b"),
+    _rel("email", r"\be-?mail\b|\breach(?:ed)? at\b|\bwrite to\b", numeric=None),
+    _rel("phone", r"\bphone\b|\bmobile\b|\btelephone\b|\bcall\b|\bdial\b|\bnumber\b", numeric=None),
+    _rel("deadline", r"\bdeadline\b|\bdue\b", numeric=None),
+    _rel("launch_date", r"\blaunch(?:es|ed|ing)?\b|\brelease date\b|\bgo(?:es)? live\b|\bships on\b", numeric=None),
+    _rel("rent", r"\brent\b|\brents for\b", numeric=True),
+    _rel("salary", r"\bsalary\b|\bearns\b|\bpaid\b|\bpay\b", numeric=True),
+    _rel("seats", r"\bseats\b|\blicen[cs]es\b|\busers\b", numeric=True),
     _rel("school", r"\bstud(?:ies|ied|ying) at\b|\bstudent at\b|\battends\b|\benrolled at\b|\bgraduate of\b"
                    r"|\bgraduated from\b"),
     _rel("birthplace", r"\bborn in\b|\bbirthplace\b|\bnative of\b|\bhometown\b"),
@@ -92,6 +120,7 @@ RELATIONS: tuple[Relation, ...] = (
 )
 
 _MULTI = frozenset(r.name for r in RELATIONS if r.multi)
+_LEXICON_NAMES = frozenset(r.name for r in RELATIONS)
 
 # "favourite film" / "loves X more than any other film": one group per kind of thing.
 _FAVOURITE = re.compile(r"\bfavou?rite (\w+)|\bmore than any other (\w+)|\bbest-loved (\w+)|\ball-time (\w+)"
@@ -101,14 +130,14 @@ _SAME_THING = {"movie": "film", "films": "film", "movies": "film", "novel": "boo
 
 # ----------------------------------------------------------------------------------------- names
 
-_TOKEN = re.compile(r"[$€£]?\d(?:[\d,.:]*\d)?(?:\s?(?:%|am|pm))?|[^\W\d_][\w'’-]*|\S")
+_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[$€£]?\d(?:[\d,.:]*\d)?(?:\s?(?:%|am|pm))?|[^\W\d_][\w'’-]*|\S")
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9}
 _CURRENCY_WORDS = {"dollars", "dollar", "euros", "euro", "pounds", "usd", "eur", "gbp"}
 # Capitalised at the start of a sentence, or part of a title: grammar, not a name.
 _COMMON = frozenset("""the a an this that these those our their his her its my your since as in on at from after
     before today now currently yesterday recently home billing favourite favorite head when according update
     correction note per following effective starting also both every each all no not there it she he they we
-    for of by with to where who which what new old former latest current main chief""".split())
+    for of by with to where who which what new old former latest current main chief you i we""".split())
 _SENTENCE_PUNCT = frozenset(':;.!?"“(—–-')
 _TITLES = frozenset("""ceo cfo cto coo cmo chief executive officer dr mr mrs ms prof president chair chairman
     chairwoman director manager founder head hq vp""".split())
@@ -146,6 +175,9 @@ class Fact:
     subject_key: str
     value_key: str
     negated: bool
+    past: bool                     # "former", "previously", "used to": not a statement of the current value
+    tail: bool                     # the value is lower-case words ending the sentence, not a name
+    lexical: bool                  # the relation comes from the lexicon (not from a relational noun)
     others: frozenset[str]         # names in the sentence besides the subject and the value
     detail: frozenset[str]         # content words besides the names and the relation's words
 
@@ -179,7 +211,7 @@ def value_key(text: str) -> str:
 
 
 def _is_name(tok: str) -> bool:
-    return tok[0].isupper() or tok[0].isdigit() or tok[0] in "$€£"
+    return tok[0].isupper() or tok[0].isdigit() or tok[0] in "$€£" or "@" in tok
 
 
 def names(text: str) -> tuple[Span, ...]:
@@ -200,7 +232,7 @@ def names(text: str) -> tuple[Span, ...]:
         low = tok.casefold()
         nxt = toks[i + 1][2] if i + 1 < len(toks) else ""
         initial = i == 0 or toks[i - 1][2] in _SENTENCE_PUNCT
-        if _is_name(tok) and not (initial and (low in _COMMON or low in _TITLES)) and low not in _MONTHS:
+        if _is_name(tok) and not (initial and (low in _COMMON or low in _TITLES)):
             if initial and nxt[:1].islower() and nxt.casefold() in {"for", "of", "to", "in", "at"}:
                 close()  # "Home for Amara ..."
                 continue
@@ -214,9 +246,34 @@ def names(text: str) -> tuple[Span, ...]:
         else:
             close()
     close()
-    # A bare year is a time, not a subject or a value of the attributes this module knows.
-    return tuple(sp for sp in spans if not re.fullmatch(r"(?:1[89]|20)\d\d", sp.text)
-                 and sp.key not in _TITLES)
+    # A month, a month and year, or a year after "in / since / ..." is a time, not a subject or a value
+    # ("Since March 2024, ..."); "March 31" and "a headcount of 2000" are values.
+    return tuple(sp for sp in spans if sp.key not in _TITLES and not _is_time(text, sp))
+
+
+def _tail_value(text: str) -> Span | None:
+    """A value in lower case that ends the sentence after "is": "Emma's favourite colour is blue"."""
+    m = _TAIL.search(text)
+    if m is None or m.group(1).casefold() in _STOP:
+        return None
+    return Span(m.start(1), m.end(1), m.group(1), " ".join(m.group(1).casefold().split()), False, False)
+
+
+_TAIL = re.compile(r"\b(?:is|are|remains|became|becomes)\s+(?:now\s+)?(?:the\s+|a\s+|an\s+)?"
+                   r"([a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s*[.!]?\s*$")
+
+
+def _is_time(text: str, sp: Span) -> bool:
+    ws = sp.text.casefold().split()
+    if any(w in _MONTHS for w in ws):
+        return all(w in _MONTHS or _YEAR.fullmatch(w) for w in ws)
+    return len(ws) == 1 and _YEAR.fullmatch(ws[0]) is not None and (
+        _TIME_WORD.search(text[:sp.start]) is not None or not text[:sp.start].strip())
+
+
+_YEAR = re.compile(r"(?:1[89]|20)\d\d")
+_TIME_WORD = re.compile(r"\b(?:in|since|from|until|till|by|before|after|during|around|circa|as of)\s+$"
+                        r"|,\s*$", re.IGNORECASE)
 
 
 def _span(text: str, run: list[tuple[int, int, str]]) -> Span:
@@ -256,20 +313,72 @@ _RELATION_WORDS = frozenset(w for r in RELATIONS for w in re.findall(r"[a-z]+", 
                             if len(w) > 2)
 
 
-def _relations(masked: str) -> tuple[list[Relation], int]:
-    """The lexicon groups the masked sentence fits, and where the first one's words sit."""
+def _relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int]]]:
+    """The lexicon groups the masked sentence fits, where the first one's words sit, and the
+    character ranges of every relation word found. Without a lexicon group, a relational noun
+    ("the mayor of X", "X's mayor") names the attribute by itself."""
     found: list[tuple[int, Relation]] = []
+    covered: list[tuple[int, int]] = []
     for rel in RELATIONS:
-        m = rel.words.search(masked)
-        if m:
-            found.append((m.start(), rel))
+        hits = [(m.start(), m.end()) for m in rel.words.finditer(masked)]
+        if hits:
+            found.append((hits[0][0], rel))
+            covered += hits
     fav = _FAVOURITE.search(masked)
     if fav:
         thing = next((g for g in fav.groups() if g), "thing")
         thing = _SAME_THING.get(thing, thing)
-        found.append((fav.start(), Relation(f"favourite_{thing}", _FAVOURITE)))
         found = [f for f in found if f[1].name != "sites" and not f[1].numeric]  # "favourite shop" is not a site
-    return [r for _, r in found], (min(p for p, _ in found) if found else -1)
+        found.append((fav.start(), Relation(f"favourite_{thing}", _FAVOURITE)))
+        covered.append((fav.start(), fav.end()))
+    if not found:
+        noun = _RELATIONAL_NOUN.search(masked)
+        if noun is None:
+            return [], -1, []
+        words_ = [w for w in (noun.group("of") or noun.group("poss") or noun.group("as")).split() if w not in _ADJECTIVES]
+        if not words_ or words_[-1] in _STOP:
+            return [], -1, []
+        name = "_".join(words_)
+        multi = words_[-1] in _MULTI_NOUNS or (words_[-1].endswith("s") and not words_[-1].endswith("ss"))
+        found.append((noun.start(), Relation(name, re.compile(re.escape(" ".join(words_))), multi=multi,
+                                             numeric=None)))
+        covered.append((noun.start(), noun.end()))
+    found.sort(key=lambda f: f[0])
+    return [r for _, r in found], found[0][0], covered
+
+
+# "the mayor of X" / "X's mayor is" / "X has Y as its mayor": a noun of one to three words.
+_NOUN = r"((?:[a-z][a-z-]*\s+){0,2}[a-z][a-z-]*)"
+_RELATIONAL_NOUN = re.compile(
+    rf"\b(?:the|its|his|her|their)\s+(?P<of>{_NOUN[1:-1]})\s+(?:of|for)\s+§"
+    rf"|§'s\s+(?P<poss>{_NOUN[1:-1]})\s+(?:is|was|remains|has been|are)\b"
+    rf"|§\s+(?:has|have)\s+§\s+as\s+(?:its|his|her|their)\s+(?P<as>{_NOUN[1:-1]})\b")
+_ADJECTIVES = frozenset("""new current former latest present acting interim all-time longtime long-time own first
+    official main sole only""".split())
+_MULTI_NOUNS = frozenset("""friend colleague neighbour neighbor client customer member child son daughter sibling
+    brother sister cousin investor partner supplier fan student employee guest visitor""".split())
+_PAST = re.compile(r"\b(?:former|formerly|previous|previously|used to|ex-\w+|once was)\b")
+
+
+def _covered(covered: list[tuple[int, int]], at: int) -> bool:
+    return any(s <= at < e for s, e in covered)
+
+
+def _whose(masked: str, subject: Span, at: int, covered: list[tuple[int, int]]) -> str:
+    """A noun that makes the subject another entity: "Amara's sister lives in ..." is about the sister,
+    "the sister of Amara lives in ..." too. Returns "" or the noun ("sister")."""
+    if subject.possessive:
+        for m in re.finditer(r"§|[a-z][a-z'-]*", masked[at + 3:]):
+            if m.group() == "§" or _covered(covered, at + 3 + m.start()):
+                return ""
+            if m.group() not in _STOP and m.group() not in _ADJECTIVES:
+                return m.group()
+        return ""
+    m = re.search(r"([a-z][a-z'-]*)\s+(?:of|for)\s+$", masked[:at])
+    if m and not _covered(covered, m.start(1)) and m.group(1) not in _STOP and m.group(1) not in _ADJECTIVES \
+            and not _OF_VALUE.search(masked[:at]):
+        return m.group(1)
+    return ""
 
 
 def _mask(text: str, spans: tuple[Span, ...]) -> tuple[str, list[int]]:
@@ -296,10 +405,13 @@ def _extract(text: str, other: str | None) -> Fact | None:
     spans = names(text)
     if other is not None and len(spans) < 2:
         spans = _project(text, spans, names(unicodedata.normalize("NFKC", other)))
+    tail = len(spans) == 1 and _tail_value(text)
+    if tail:
+        spans = (*spans, tail) if tail.start >= spans[0].end else ()
     if len(spans) < 2:
         return None
     masked, pos = _mask(text, spans)
-    rels, at = _relations(masked)
+    rels, at, covered = _relations(masked)
     if not rels:
         return None
     # The two names nearest the relation's words, in sentence order.
@@ -322,13 +434,16 @@ def _extract(text: str, other: str | None) -> Fact | None:
     rels = [r for r in rels if r.numeric is None or r.numeric == value.number]
     if not rels:
         return None
+    whose = _whose(masked, subject, pos[spans.index(subject)], covered)
+    subject_key = f"{subject.key} / {whose}" if whose else subject.key
     others = frozenset(sp.key for sp in spans if sp is not subject and sp is not value)
     detail = frozenset(w for w in re.findall(r"[a-z][a-z'-]+", masked)
                        if w not in _STOP and w not in _RELATION_WORDS and w not in _MONTHS)
-    return Fact(subject=subject.text, relation=_name(rels, subject.key), relations=frozenset(r.name for r in rels),
-                value=value.text, subject_key=subject.key, value_key=value_key(value.text),
-                negated=_NEGATION.search(masked) is not None,
-                others=others, detail=detail)
+    return Fact(subject=f"{subject.text}'s {whose}" if whose else subject.text, relation=_name(rels, subject_key),
+                relations=frozenset(r.name for r in rels), value=value.text, subject_key=subject_key,
+                value_key=value_key(value.text), negated=_NEGATION.search(masked) is not None,
+                past=_PAST.search(masked) is not None, tail=value is tail, others=others, detail=detail,
+                lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"))
 
 
 def _name(rels: list[Relation], subject_key: str) -> str:
@@ -350,13 +465,20 @@ def shared_relation(a: Fact, b: Fact) -> str | None:
     return min(both, key=lambda n: order.index(n) if n in order else -1)
 
 
-Verdict = Literal["duplicate", "child_update", "contradiction_fork", "separate"]
+Verdict = Literal["duplicate", "child_update", "contradiction_fork", "separate", "unknown"]
 
 
 def compare(old: Fact, new: Fact) -> Verdict:
-    """How a new sentence's fact stands to an old one's. Unsure means separate: never invalidate on a guess."""
-    if shared_relation(old, new) is None or old.subject_key != new.subject_key:
-        return "separate"  # another attribute, or another subject (twins, sister companies, a manager chain)
+    """How a new sentence's fact stands to an old one's. Unsure means separate: never invalidate on a guess.
+    "unknown": the relations differ but one was only guessed from a noun; the caller compares frames."""
+    if shared_relation(old, new) is None:
+        return "separate" if old.lexical and new.lexical else "unknown"
+    if old.subject_key != new.subject_key:
+        return "separate"  # another subject (twins, sister companies, a manager chain)
+    if old.tail != new.tail:
+        return "separate"  # "Tom's car is red" says nothing about "Tom drives a Toyota"
+    if old.past or new.past:
+        return "duplicate" if old.value_key == new.value_key and old.past == new.past else "separate"
     if old.value_key == new.value_key:
         if old.negated != new.negated:
             return "contradiction_fork"  # "lives in Lisbon" -> "no longer lives in Lisbon"

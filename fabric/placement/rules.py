@@ -169,7 +169,7 @@ class RuleValidator:
             verdict = compare(old, new)
             if verdict == "separate":
                 separate.add(c.id)
-            else:
+            elif verdict != "unknown":
                 found.append((verdict, c, old, new))
         if not found:
             return None, separate

@@ -36,83 +36,84 @@ class Relation:
     the fact's value ("Soren Yarrow heads Halcyon": the CEO *of Halcyon* is Soren Yarrow).
     `multi`: a subject may hold several values at once (showrooms, languages): a new value is
     another fact, never a correction. `numeric`: the value is a number (True), never one (False),
-    or either (None)."""
+    or either (None). `dated`: the value is a date."""
 
     name: str
     words: re.Pattern[str]
     value_first: re.Pattern[str] | None = None
     multi: bool = False
     numeric: bool | None = False
+    dated: bool = False  # the value is a date ("March 31", "14 September 2026")
 
 
 def _rel(name: str, words: str, value_first: str | None = None, *, multi: bool = False,
-         numeric: bool | None = False) -> Relation:
-    return Relation(name, re.compile(words), re.compile(value_first) if value_first else None, multi, numeric)
+         numeric: bool | None = False, dated: bool = False) -> Relation:
+    return Relation(name, re.compile(words), re.compile(value_first) if value_first else None, multi, numeric, dated)
+
+
+# "X leads / heads / runs Y" (X is the value), but not "heads to Lisbon", "runs for office".
+_LEADS = r"\b(?:leads|heads|runs)\b(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an)\b)"
 
 
 # Order matters only for naming: the first group two sentences share names their attribute.
 RELATIONS: tuple[Relation, ...] = (
-    _rel("ceo", r"\bchief executive\b|\bceo\b|\bled\b|\bleads\b|\bhelms?\b|\bat the helm\b|\bheads\b"
-                r"|\bheaded\b|\brun by\b|\bruns\b|\bmanaging director\b|\btop executive\b|\bhead of\b",
-         r"\bleads\b|\bheads\b|\bruns\b|\bhelms\b|\b(?:led|headed)\b(?! by)"),
+    _rel("ceo", r"\bchief executive\b|\bceo\b|\bled\b|\bhelms?\b|\bat the helm\b|\bheaded\b|\brun by\b"
+                r"|\bmanaging director\b|\btop executive\b|\bhead of\b|" + _LEADS,
+         _LEADS + r"|\bhelms\b|\b(?:led|headed)\b(?! by)"),
     _rel("cfo", r"\bchief financial officer\b|\bcfo\b|\bfinance chief\b|\bhead of finance\b"),
     _rel("cto", r"\bchief technology officer\b|\bcto\b|\bchief technical officer\b"),
     _rel("chair", r"\bchair(?:s|man|woman|person)?\b|\bchaired by\b", r"\bchairs\b"),
     _rel("headquarters", r"\bheadquarter(?:s|ed)\b|\bhead office\b|\bhq\b|\bhead-quartered\b|\bmain office\b"
                          r"|\bbased (?:in|out of)\b|\bhome base\b"),
-    _rel("home_city", r"\blives?\b|\bliving in\b|\bresides?\b|\bresiding\b|\bresident of\b|\bhome\b"
-                      r"|\bmoved to\b|\brelocated to\b|\bsettled in\b|\bbased (?:in|out of)\b|\bresidence\b"),
+    # "home" alone also means a house ("worked from home in Porto"): only as the place someone lives.
+    _rel("home_city", r"\blives?\b|\bliving in\b|\bresides?\b|\bresiding\b|\bresident of\b|\bresidence\b"
+                      r"|(?<!from )\bhome (?:for|of|to|is|in|city|town)\b|(?:\b(?:a|new|her|his|their)|'s) home\b|\bcalls? § home\b"
+                      r"|\bmoved to\b|\brelocated to\b|\bsettled in\b|\bbased (?:in|out of)\b"),
     _rel("employer", r"\bworks? (?:at|for)\b|\bworking (?:at|for)\b|\bemployed (?:by|at)\b|\bemployer\b"
-                     r"|\bjob (?:at|with)\b|\bjoined\b|\bemploys\b|\bhired\b|\bon the payroll of\b"
-                     r"|\bemployee (?:of|at)\b|\bworks? with\b",
-         r"\bemploys\b|\bhired\b(?! by)"),
-    _rel("lead", r"\blead\b|\bleads\b|\bled by\b|\bheads\b|\bheaded by\b|\bin charge of\b|\bruns\b|\brun by\b",
-         r"\bleads\b|\bheads\b|\bruns\b"),
+                     r"|\bjob (?:at|with)\b|\bemploys\b|\bhired by\b|\bon the payroll of\b|\bemployee (?:of|at)\b",
+         r"\bemploys\b"),
+    _rel("lead", r"\blead\b|\bled by\b|\bheaded by\b|\bin charge of\b|\brun by\b|" + _LEADS, _LEADS),
     _rel("account_manager", r"\baccount (?:manager|executive|owner|lead)\b|\bcustomer success manager\b|\bcsm\b"
                             r"|\b(?:point of|primary|main) contact\b|\blooks after\b|\bhandles the account\b",
          r"\blooks after\b|\bhandles\b"),
     _rel("manager", r"\breports? (?:to|into)\b|\breporting to\b|(?<!account )(?<!success )\bmanager\b"
-                    r"|\bmanaged by\b|\bmanages\b|\bboss\b"
-                    r"|\bsupervis(?:or|es|ed by)\b|\bworks under\b",
+                    r"|\bmanaged by\b|\bmanages\b|\bboss\b|\bsupervis(?:or|es|ed by)\b|\bworks under\b",
          r"\bmanages\b|\bsupervises\b"),
     _rel("billing_plan", r"\bplan\b|\btier\b|\bsubscription\b|\bsubscribed to\b|\bsubscribes to\b|\bbilled on\b"
                          r"|\bupgraded to\b|\bdowngraded to\b"),
-    _rel("owner", r"\bowned by\b|\bowns\b|\bparent company\b|\bsubsidiary of\b|\bacquired\b|\bbought\b"
-                  r"|\bunit of\b|\bpart of\b|\bowner\b",
-         r"\bowns\b|\bacquired\b(?! by)|\bbought\b(?! by)"),
+    _rel("owner", r"\bowned by\b|\bowns\b|\bparent company\b|\bsubsidiary of\b|\bacquired by\b|\bunit of\b"
+                  r"|\bowner\b|\bbought by\b", r"\bowns\b"),
     _rel("spouse", r"\bmarried to\b|\bwife\b|\bhusband\b|\bspouse\b"),
     _rel("mentor", r"\bmentor(?:s|ed by)?\b", r"\bmentors\b"),
-    _rel("coach", r"\bcoach(?:es|ed by)?\b|\btrain(?:s|ed by)\b|\btrainer\b", r"\bcoaches\b|\btrains\b"),
-    _rel("doctor", r"\bdoctor\b|\bphysician\b|\bgp\b|\bsees dr\b|\bpatient of\b|\btreated by\b"),
+    _rel("coach", r"\bcoach(?:es|ed by)?\b|\btrained by\b|\btrainer\b", r"\bcoaches\b"),
+    _rel("doctor", r"\bdoctor\b|\bphysician\b|\bgp\b|\bpatient of\b|\btreated by\b"),
     _rel("dentist", r"\bdentist\b"),
     _rel("landlord", r"\blandlord\b|\brents from\b|\brents (?:his|her|their|a) \w+ from\b"),
     _rel("lawyer", r"\blawyer\b|\battorney\b|\bsolicitor\b|\blegal counsel\b|\brepresented by\b"),
-    _rel("bank", r"\bbanks with\b|\bbank\b|\bbanking partner\b"),
-    _rel("supplier", r"\bsuppl(?:ier|ies|ied by)\b|\bsources? (?:\w+ )?from\b|\bvendor\b|\bprovider\b",
-         r"\bsupplies\b"),
+    _rel("bank", r"\bbanks with\b|(?:\b(?:her|his|their|its)|'s) bank\b|\bbank is\b|\bbanking partner\b"),
+    _rel("supplier", r"\bsuppl(?:ier|ies|ied by)\b|\bvendor\b", r"\bsupplies\b"),
     _rel("auditor", r"\baudit(?:or|ed by|s)\b", r"\baudits\b"),
     _rel("sponsor", r"\bsponsor(?:s|ed by)?\b", r"\bsponsors\b"),
     _rel("investors", r"\binvest(?:or|ors|ed in|s in)\b|\bbacked by\b|\bbacks\b", multi=True),
-    _rel("car", r"\bdrives\b|\bcar\b|\bvehicle\b"),
-    _rel("team", r"\bplays for\b|\bsigned (?:with|for)\b|\bclub\b"),
+    _rel("car", r"\bdrives\b|(?:\b(?:her|his|their)|'s) car\b|\bcar is\b"),
+    _rel("team", r"\bplays for\b|\bsigned (?:with|for)\b"),
     _rel("work_location", r"\bworks? (?:from|out of|in)\b|\bdesk\b|\bsits in\b|\bbased at\b|\bworkplace\b"),
-    _rel("email", r"\be-?mail\b|\breach(?:ed)? at\b|\bwrite to\b", numeric=None),
-    _rel("phone", r"\bphone\b|\bmobile\b|\btelephone\b|\bcall\b|\bdial\b|\bnumber\b", numeric=None),
-    _rel("deadline", r"\bdeadline\b|\bdue\b", numeric=None),
-    _rel("launch_date", r"\blaunch(?:es|ed|ing)?\b|\brelease date\b|\bgo(?:es)? live\b|\bships on\b", numeric=None),
+    _rel("email", r"\be-?mail\b|\bwrite to\b", numeric=None),
+    _rel("deadline", r"\bdeadline\b|\bdue\b", numeric=None, dated=True),
+    _rel("launch_date", r"\blaunch(?:es|ed|ing)?\b|\brelease date\b|\bgo(?:es)? live\b|\bships on\b", numeric=None,
+         dated=True),
     _rel("rent", r"\brent\b|\brents for\b", numeric=True),
-    _rel("salary", r"\bsalary\b|\bearns\b|\bpaid\b|\bpay\b", numeric=True),
+    _rel("salary", r"\bsalary\b|\bearns\b", numeric=True),
     _rel("seats", r"\bseats\b|\blicen[cs]es\b|\busers\b", numeric=True),
-    _rel("school", r"\bstud(?:ies|ied|ying) at\b|\bstudent at\b|\battends\b|\benrolled at\b|\bgraduate of\b"
-                   r"|\bgraduated from\b"),
+    _rel("school", r"\bstud(?:ies|ied|ying) at\b|\bstudent at\b|\benrolled at\b|\bgraduate of\b|\bgraduated from\b"),
     _rel("birthplace", r"\bborn in\b|\bbirthplace\b|\bnative of\b|\bhometown\b"),
     _rel("budget", r"\bbudget\b", numeric=True),
-    _rel("headcount", r"\bemployees\b|\bheadcount\b|\bworkforce\b|\bstaff\b|\bpeople\b|\bworkers\b|\bemploys\b",
+    _rel("headcount", r"\bemployees\b|\bheadcount\b|\bworkforce\b|\bstaff\b|\bemploys\b|\bon (?:its|the) payroll\b",
          numeric=True),
-    _rel("revenue", r"\brevenue\b|\bturnover\b|\bsales\b", numeric=True),
+    _rel("revenue", r"\brevenue\b|\bturnover\b|\bannual sales\b", numeric=True),
     _rel("price", r"\bcosts?\b|\bprice[ds]?\b|\bpriced at\b|\bsells for\b", numeric=True),
-    _rel("valuation", r"\bvalued at\b|\bvaluation\b|\bworth\b", numeric=True),
-    _rel("age", r"\byears? old\b|\baged?\b", numeric=True),
+    _rel("valuation", r"\bvalued at\b|\bvaluation\b", numeric=True),
+    _rel("age", r"\byears? old\b|\baged\b", numeric=True),
     _rel("languages", r"\bspeaks\b|\bfluent in\b", multi=True),
     _rel("sites", r"\b(?:opened|opens|opening|has|have|operates|runs|added|launched|built|owns)\b(?: [\w§-]+){0,3}? "
                   r"(?:showroom|branch|store|shop|office|factory|plant|warehouse|outlet|studio|lab|depot|clinic"
@@ -357,7 +358,8 @@ _ADJECTIVES = frozenset("""new current former latest present acting interim all-
     official main sole only""".split())
 _MULTI_NOUNS = frozenset("""friend colleague neighbour neighbor client customer member child son daughter sibling
     brother sister cousin investor partner supplier fan student employee guest visitor""".split())
-_PAST = re.compile(r"\b(?:former|formerly|previous|previously|used to|ex-\w+|once was)\b")
+_PAST = re.compile(r"\b(?:former|formerly|previous|previously|used to|ex-\w+|once|lived|worked|resided|was the"
+                   r"|was based|was headquartered|was led|had been|until|back then)\b")
 
 
 def _covered(covered: list[tuple[int, int]], at: int) -> bool:
@@ -431,7 +433,8 @@ def _extract(text: str, other: str | None) -> Fact | None:
         subject, value = a, b
     if subject.number:
         return None
-    rels = [r for r in rels if r.numeric is None or r.numeric == value.number]
+    dated = any(w in _MONTHS for w in value.key.split()) or bool(re.search(r"\d", value.text))
+    rels = [r for r in rels if (r.numeric is None or r.numeric == value.number) and (dated or not r.dated)]
     if not rels:
         return None
     whose = _whose(masked, subject, pos[spans.index(subject)], covered)
@@ -444,6 +447,12 @@ def _extract(text: str, other: str | None) -> Fact | None:
                 value_key=value_key(value.text), negated=_NEGATION.search(masked) is not None,
                 past=_PAST.search(masked) is not None, tail=value is tail, others=others, detail=detail,
                 lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"))
+
+
+def keyable(fact: Fact | None) -> bool:
+    """May this fact key a memory (so current_value returns it)? Not when it is negated, told as past,
+    or one of several values a subject holds at once."""
+    return fact is not None and not (fact.negated or fact.past or fact.relation in _MULTI)
 
 
 def _name(rels: list[Relation], subject_key: str) -> str:

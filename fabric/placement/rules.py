@@ -22,7 +22,7 @@ from difflib import SequenceMatcher
 from dataclasses import replace
 from typing import Sequence
 
-from .facts import Fact, compare, extract, shared_relation
+from .facts import Fact, compare, extract, keyable, shared_relation
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -180,15 +180,15 @@ class RuleValidator:
         if verdict == "duplicate":
             return Decision("duplicate", c.id, f"the same fact {what} = {new.value!r}, reworded", 0.85,
                             self.name), separate
+        keys = dict(subject=subject, relation=relation, value=new.value) if keyable(new) else {}
         if verdict == "child_update":
             return Decision("child_update", c.id, f"the same fact {what} = {new.value!r}, with more detail", 0.8,
-                            self.name, subject=subject, relation=relation, value=new.value), separate
+                            self.name, **keys), separate
         if new.negated:
             return Decision("contradiction_fork", c.id, f"the fact {what} = {old.value!r} is negated", 0.75,
                             self.name), separate
         return Decision("contradiction_fork", c.id, f"the same fact {what} restated with another value: "
-                        f"{old.value!r} -> {new.value!r}", 0.85, self.name,
-                        subject=subject, relation=relation, value=new.value), separate
+                        f"{old.value!r} -> {new.value!r}", 0.85, self.name, **keys), separate
 
     def _by_key(self, write: IncomingWrite, new_words: list[str], keyed: Sequence[Candidate]) -> Decision | None:
         differing = [c for c in keyed if c.value is not None and normalise(c.value) != normalise(write.value or "")]
@@ -267,7 +267,7 @@ def with_text_keys(write: IncomingWrite, decision: Decision, candidates: Sequenc
         return decision
     target = next((c for c in candidates if c.id == decision.target_id), None)
     fact = extract(write.content, target.content if target else None)
-    if fact is None or fact.negated:
+    if not keyable(fact):
         return decision
     subject, relation = canonical_key(fact, target, fact.relation)
     return replace(decision, subject=subject, relation=relation, value=fact.value)

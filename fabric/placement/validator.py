@@ -146,9 +146,9 @@ def states_same_attribute(write: IncomingWrite, c: Candidate) -> bool:
 
 def keys_from_text(write: IncomingWrite, decision: Decision) -> Decision:
     """The (subject, relation, value) a text-only write states, when the lexicon reads one."""
-    from .facts import extract  # facts imports this module
+    from .facts import extract, keyable  # facts imports this module
 
     fact = extract(write.content)
-    if fact is None or fact.negated:
+    if not keyable(fact):
         return decision
     return replace(decision, subject=fact.subject, relation=fact.relation, value=fact.value)

@@ -321,10 +321,10 @@ def _relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int]]]
     found: list[tuple[int, Relation]] = []
     covered: list[tuple[int, int]] = []
     for rel in RELATIONS:
-        hits = [(m.start(), m.end()) for m in rel.words.finditer(masked)]
-        if hits:
-            found.append((hits[0][0], rel))
-            covered += hits
+        first = rel.words.search(masked)
+        if first:
+            found.append((first.start(), rel))
+            covered += [(m.start(), m.end()) for m in rel.words.finditer(masked)]
     fav = _FAVOURITE.search(masked)
     if fav:
         thing = next((g for g in fav.groups() if g), "thing")
@@ -397,16 +397,24 @@ def _mask(text: str, spans: tuple[Span, ...]) -> tuple[str, list[int]]:
 
 def extract(text: str, other: str | None = None) -> Fact | None:
     """The sentence's triple, or None when its attribute is not in the lexicon or its names are
-    not clear. `other`: a sentence it is compared with, whose names are looked for here in any case."""
-    return _extract(text, other)
-
-
-@lru_cache(maxsize=8192)
-def _extract(text: str, other: str | None) -> Fact | None:
+    not clear. `other`: a sentence it is compared with, whose names are looked for here in any case.
+    Cached per sentence: a neighbour's text is read once, however many writes it is compared with."""
     text = unicodedata.normalize("NFKC", text)
-    spans = names(text)
-    if other is not None and len(spans) < 2:
-        spans = _project(text, spans, names(unicodedata.normalize("NFKC", other)))
+    if other is None or len(_names(text)) >= 2:
+        return _extract(text, ())
+    return _extract(text, _names(unicodedata.normalize("NFKC", other)))
+
+
+@lru_cache(maxsize=16384)
+def _names(text: str) -> tuple[Span, ...]:
+    return names(text)
+
+
+@lru_cache(maxsize=16384)
+def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
+    spans = _names(text)
+    if other_names and len(spans) < 2:
+        spans = _project(text, spans, other_names)
     tail = len(spans) == 1 and _tail_value(text)
     if tail:
         spans = (*spans, tail) if tail.start >= spans[0].end else ()

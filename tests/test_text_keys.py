@@ -118,3 +118,24 @@ def test_flag_conflicts_moves_only_the_conflicting_fact():
     # A superseded row (include_superseded) is history, not a conflict; one value is no conflict.
     rows = [row("Lisbon", 2020, state="superseded"), row("Tallinn", 2023)]
     assert [r["conflict_with"] for r in flag_conflicts(rows)] == [None, None]
+
+
+def test_a_version_beyond_the_nearest_neighbours_is_found_by_its_text_key(database_url, redis_url, org):
+    """With one neighbour only, the nearest memory is a same-template fact about a name twin; the old
+    version is found through the key the new sentence states."""
+    fab = Fabric.connect(database_url, redis_url, run_worker=False, auto_migrate=False,
+                         queue_name=f"fabric-t-{uuid.uuid4().hex[:8]}")
+    try:
+        placer = Placer(fab.settings.model_copy(update={"neighbours_k": 1}), fab.pool)
+        first = fab.write("Amara Draycott lives in Lisbon.", org=org, valid_from=T(2019))
+        others = [fab.write(f"Home for {name} is {city}.", org=org, valid_from=T(2019))
+                  for name, city in (("Amara Holt", "Tallinn"), ("Amara Quist", "Tallinn"), ("Tomasz Wren", "Tallinn"))]
+        new = fab.write("Home for Amara Draycott is Tallinn.", org=org, valid_from=T(2023))
+        placer.place(org, [first.id, *(o.id for o in others), new.id])
+        placed = fab.wait(new, 10)
+        assert placed.decision == "contradiction_fork", placed.reason
+        assert placed.target_id == fab.wait(first, 10).memory_id
+        assert fab.current_value("Amara Draycott", "home_city", org=org).value == "Tallinn"
+        assert fab.current_value("Tomasz Wren", "home_city", org=org).value == "Tallinn"
+    finally:
+        fab.close()

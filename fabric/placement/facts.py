@@ -125,8 +125,8 @@ _LEXICON_NAMES = frozenset(r.name for r in RELATIONS)
 
 # "favourite film" / "loves X more than any other film": one group per kind of thing.
 _FAVOURITE = re.compile(r"\bfavou?rite (\w+)|\bmore than any other (\w+)|\bbest-loved (\w+)|\ball-time (\w+)"
-                        r"|\bfavou?rite\b")
-_SAME_THING = {"movie": "film", "films": "film", "movies": "film", "novel": "book", "books": "book",
+                        r"|\bof all (?:the )?(\w+)|\bfavou?rite\b")
+_SAME_THING = {"movie": "film", "films": "film", "movies": "film", "novel": "book", "books": "book", "novels": "book",
                "color": "colour", "dish": "food", "meal": "food", "tune": "song", "track": "song"}
 
 # ----------------------------------------------------------------------------------------- names
@@ -153,6 +153,7 @@ _COMPANY_WORDS = frozenset("""inc ltd llc plc gmbh corp co group labs lab roboti
 _OF_VALUE = re.compile(r"\b(?:resident|employee|subsidiary|member|citizen|part|out|native|graduate|fan|unit"
                        r"|student|staff|payroll|works?|working|worked|job)\s+(?:of|for)\s*$")
 _SUBJECT_MARK = re.compile(r"(?:\b(?:of|for|where)|\bhome to|\bat)\s*$")
+_RELATIVE = re.compile(r"§\s+(?:is|was)\s+(?:the|a|an)\s+[a-z -]+\s+§")
 _AT_SUBJECT = re.compile(r"\b(?:chief executive|ceo|cfo|cto|officer|manager|head|boss|chair\w*)\s+at\s*$")
 _NEGATION = re.compile(r"\b(?:not|no longer|never|neither|nor)\b|n['’]t\b", re.IGNORECASE)
 
@@ -309,29 +310,30 @@ def _project(text: str, own: tuple[Span, ...], other: tuple[Span, ...]) -> tuple
 _STOP = frozenset("""a an the is are was were be been being has have had of in on at to for by with as and or but
     its it his her their our this that which who whom whose now also currently still since from into than
     any other more most very so then there here not no longer where these days update correction latest today
-    nowadays lately recently anymore billing""".split())
+    nowadays lately recently anymore billing took over appointed named became becomes serves serving acts role
+    position officially made make makes calls call pays paid likes love loves best all again""".split())
 _RELATION_WORDS = frozenset(w for r in RELATIONS for w in re.findall(r"[a-z]+", re.sub(r"\\[bswd]", " ", r.words.pattern))
                             if len(w) > 2)
 
 
-def _relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int]]]:
+def _relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int, str]]]:
     """The lexicon groups the masked sentence fits, where the first one's words sit, and the
     character ranges of every relation word found. Without a lexicon group, a relational noun
     ("the mayor of X", "X's mayor") names the attribute by itself."""
     found: list[tuple[int, Relation]] = []
-    covered: list[tuple[int, int]] = []
+    covered: list[tuple[int, int, str]] = []  # where each relation's words sit
     for rel in RELATIONS:
         first = rel.words.search(masked)
         if first:
             found.append((first.start(), rel))
-            covered += [(m.start(), m.end()) for m in rel.words.finditer(masked)]
+            covered += [(m.start(), m.end(), rel.name) for m in rel.words.finditer(masked)]
     fav = _FAVOURITE.search(masked)
     if fav:
         thing = next((g for g in fav.groups() if g), "thing")
         thing = _SAME_THING.get(thing, thing)
         found = [f for f in found if f[1].name != "sites" and not f[1].numeric]  # "favourite shop" is not a site
         found.append((fav.start(), Relation(f"favourite_{thing}", _FAVOURITE)))
-        covered.append((fav.start(), fav.end()))
+        covered.append((fav.start(), fav.end(), f"favourite_{thing}"))
     if not found:
         noun = _RELATIONAL_NOUN.search(masked)
         if noun is None:
@@ -343,7 +345,7 @@ def _relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int]]]
         multi = words_[-1] in _MULTI_NOUNS or (words_[-1].endswith("s") and not words_[-1].endswith("ss"))
         found.append((noun.start(), Relation(name, re.compile(re.escape(" ".join(words_))), multi=multi,
                                              numeric=None)))
-        covered.append((noun.start(), noun.end()))
+        covered.append((noun.start(), noun.end(), name))
     found.sort(key=lambda f: f[0])
     return [r for _, r in found], found[0][0], covered
 
@@ -362,11 +364,15 @@ _PAST = re.compile(r"\b(?:former|formerly|previous|previously|used to|ex-\w+|onc
                    r"|was based|was headquartered|was led|had been|until|back then)\b")
 
 
-def _covered(covered: list[tuple[int, int]], at: int) -> bool:
-    return any(s <= at < e for s, e in covered)
+def _covered(covered: list[tuple[int, int, str]], at: int) -> bool:
+    return any(s <= at < e for s, e, _ in covered)
 
 
-def _whose(masked: str, subject: Span, at: int, covered: list[tuple[int, int]]) -> str:
+# Where the clause holding the fact ends: ", who also chairs ..." adds detail, not the relation.
+_CLAUSE_END = re.compile(r",|;|\s(?:who|which|whose|and|but|while|after|before)\s")
+
+
+def _whose(masked: str, subject: Span, at: int, covered: list[tuple[int, int, str]]) -> str:
     """A noun that makes the subject another entity: "Amara's sister lives in ..." is about the sister,
     "the sister of Amara lives in ..." too. Returns "" or the noun ("sister")."""
     if subject.possessive:
@@ -428,9 +434,17 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
     nearest = sorted(sorted(range(len(spans)), key=lambda i: abs(pos[i] - at))[:2])
     a, b = (spans[i] for i in nearest)
     pa, pb = (pos[i] for i in nearest)
+    clause = _CLAUSE_END.search(masked, max(pa, pb) + 1)
+    limit = clause.start() if clause else len(masked)
+    in_clause = [r for r in rels if any(s < limit and name == r.name for s, _, name in covered)]
+    if in_clause:
+        rels = in_clause
+        covered = [c for c in covered if c[0] < limit and c[2] in {r.name for r in rels}]
     before_b = masked[:pb]
     marked_b = (b.possessive or (_SUBJECT_MARK.search(before_b) is not None and not _OF_VALUE.search(before_b)
-                                 and (not before_b.rstrip().endswith(" at") or _AT_SUBJECT.search(before_b))))
+                                 and (not before_b.rstrip().endswith(" at") or _AT_SUBJECT.search(before_b)))
+                # "Scale is the plan Copperline Foods is billed on": a relative clause about the subject
+                or (_RELATIVE.search(masked, pa, pb + 1) is not None and re.match(r"\s+[a-z]", masked[pb + 1:])))
     value_first = any(r.value_first and r.value_first.search(masked, pa, pb) and " by " not in masked[pa:pb]
                       for r in rels)
     if a.possessive and not b.possessive:
@@ -448,8 +462,9 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
     whose = _whose(masked, subject, pos[spans.index(subject)], covered)
     subject_key = f"{subject.key} / {whose}" if whose else subject.key
     others = frozenset(sp.key for sp in spans if sp is not subject and sp is not value)
-    detail = frozenset(w for w in re.findall(r"[a-z][a-z'-]+", masked)
-                       if w not in _STOP and w not in _RELATION_WORDS and w not in _MONTHS)
+    detail = frozenset(m.group() for m in re.finditer(r"[a-z][a-z'-]+", masked)
+                       if m.group() not in _STOP and m.group() not in _RELATION_WORDS and m.group() not in _MONTHS
+                       and not _covered(covered, m.start()))
     return Fact(subject=f"{subject.text}'s {whose}" if whose else subject.text, relation=_name(rels, subject_key),
                 relations=frozenset(r.name for r in rels), value=value.text, subject_key=subject_key,
                 value_key=value_key(value.text), negated=_NEGATION.search(masked) is not None,

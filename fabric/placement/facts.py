@@ -66,15 +66,15 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("headquarters", r"\bheadquarter(?:s|ed)\b|\bhead office\b|\bhq\b|\bhead-quartered\b|\bmain office\b"
                          r"|\bbased (?:in|out of)\b|\bhome base\b"),
     # "home" alone also means a house ("worked from home in Porto"): only as the place someone lives.
-    _rel("home_city", r"\blives?\b|\bliving in\b|\bresides?\b|\bresiding\b|\bresident of\b|\bresidence\b"
+    _rel("home_city", r"\blive[sd]?\b|\bliving in\b|\bresides?\b|\bresiding\b|\bresident of\b|\bresidence\b"
                       r"|(?<!from )\bhome (?:for|of|to|is|in|city|town)\b|(?:\b(?:a|new|her|his|their)|'s) home\b|\bcalls? § home\b"
                       r"|\bmoved to\b|\brelocated to\b|\bsettled in\b|\bbased (?:in|out of)\b"),
-    _rel("employer", r"\bworks? (?:at|for)\b|\bworking (?:at|for)\b|\bemployed (?:by|at)\b|\bemployer\b"
+    _rel("employer", r"\bwork(?:s|ed)? (?:at|for)\b|\bworking (?:at|for)\b|\bemployed (?:by|at)\b|\bemployer\b"
                      r"|\bjob (?:at|with)\b|\bemploys\b|\bhired by\b|\bon the payroll of\b|\bemployee (?:of|at)\b",
          r"\bemploys\b"),
     _rel("lead", r"\blead\b|\bled by\b|\bheaded by\b|\bin charge of\b|\brun by\b|" + _LEADS, _LEADS),
     _rel("account_manager", r"\baccount (?:manager|executive|owner|lead)\b|\bcustomer success manager\b|\bcsm\b"
-                            r"|\b(?:point of|primary|main) contact\b|\blooks after\b|\bhandles the account\b",
+                            r"|\b(?:point of|primary|main) contact\b|\blooks after\b|\bhandles\b|\baccount\b",
          r"\blooks after\b|\bhandles\b"),
     _rel("manager", r"\breports? (?:to|into)\b|\breporting to\b|(?<!account )(?<!success )\bmanager\b"
                     r"|\bmanaged by\b|\bmanages\b|\bboss\b|\bsupervis(?:or|es|ed by)\b|\bworks under\b",
@@ -226,6 +226,8 @@ def names(text: str) -> tuple[Span, ...]:
         # Titles at the start of a run are not part of the name ("Chief Executive Soren Yarrow").
         while run and run[0][2].casefold().rstrip("'’s") in _TITLES:
             run.pop(0)
+        while len(run) > 1 and run[-1][2].casefold() in _TITLES:  # "the Halcyon Robotics CEO"
+            run.pop()
         if run:
             spans.append(_span(text, run))
         run.clear()
@@ -360,7 +362,7 @@ _ADJECTIVES = frozenset("""new current former latest present acting interim all-
     official main sole only""".split())
 _MULTI_NOUNS = frozenset("""friend colleague neighbour neighbor client customer member child son daughter sibling
     brother sister cousin investor partner supplier fan student employee guest visitor""".split())
-_PAST = re.compile(r"\b(?:former|formerly|previous|previously|used to|ex-\w+|once|lived|worked|resided|was the"
+_PAST = re.compile(r"\b(?:former|formerly|previous|previously|used to|ex-\w+|once|(?<!has )(?<!have )(?:lived|worked|resided)|was the"
                    r"|was based|was headquartered|was led|had been|until|back then)\b")
 
 
@@ -370,6 +372,35 @@ def _covered(covered: list[tuple[int, int, str]], at: int) -> bool:
 
 # Where the clause holding the fact ends: ", who also chairs ..." adds detail, not the relation.
 _CLAUSE_END = re.compile(r",|;|\s(?:who|which|whose|and|but|while|after|before)\s")
+
+
+def _modifier(masked: str, at: int, covered: list[tuple[int, int, str]]) -> bool:
+    """Is the name at `at` a modifier: after a determiner and before a noun that is no relation word?"""
+    if not re.search(r"\b(?:the|a|an|its|our|their|his|her|my|your|this|that)\s+$", masked[:at]):
+        return False
+    after = re.match(r"(?:'s)?\s+([a-z][a-z-]*)", masked[at + 1:])
+    return after is not None and after.group(1) not in _STOP and not _covered(covered, at + 1 + after.start(1))
+
+
+def _linked(masked: str, pa: int, pb: int, covered: list[tuple[int, int, str]]) -> bool:
+    """Do only relation words and grammar words stand between the two names? Also allowed: the noun
+    after a possessive ("Amara's sister lives in ...": see `_whose`) and an adjective before the
+    second name ("drives a red Toyota")."""
+    between = masked[pa + 1:pb]
+    for m in re.finditer(r"(?<!')[a-z][a-z'-]*", between):  # (not the s of "'s")
+        w = m.group()
+        if w in _STOP or w in _ADJECTIVES or w in _TITLES or w in _AUXILIARIES or w.endswith("ly") \
+                or _covered(covered, pa + 1 + m.start()):
+            continue
+        if re.fullmatch(r"'s\s+", between[:m.start()]) or (
+                re.search(r"\b(?:a|an|the)\s+$", between[:m.start()]) and not between[m.end():].strip()):
+            continue
+        return False
+    return True
+
+
+_AUXILIARIES = frozenset("does do did doesn't don't didn't will would can could may might should must shall "
+                         "isn't wasn't".split())
 
 
 def _whose(masked: str, subject: Span, at: int, covered: list[tuple[int, int, str]]) -> str:
@@ -430,10 +461,22 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
     rels, at, covered = _relations(masked)
     if not rels:
         return None
+    # "the Lisbon marathon", "the Halcyon Robotics board meeting": a name used as a modifier is no argument.
+    kept = tuple(sp for sp, p in zip(spans, pos) if not _modifier(masked, p, covered))
+    if len(kept) < 2:
+        return None
+    if len(kept) < len(spans):
+        spans = kept
+        masked, pos = _mask(text, spans)
+        rels, at, covered = _relations(masked)
+        if not rels:
+            return None
     # The two names nearest the relation's words, in sentence order.
     nearest = sorted(sorted(range(len(spans)), key=lambda i: abs(pos[i] - at))[:2])
     a, b = (spans[i] for i in nearest)
     pa, pb = (pos[i] for i in nearest)
+    if not _linked(masked, pa, pb, covered):
+        return None  # other words join the two names ("Tom's car broke down near Leeds")
     clause = _CLAUSE_END.search(masked, max(pa, pb) + 1)
     limit = clause.start() if clause else len(masked)
     in_clause = [r for r in rels if any(s < limit and name == r.name for s, _, name in covered)]

@@ -94,6 +94,28 @@ ANOTHER_FACT = [
 ]
 
 
+# Turns of a conversation that mention the same people, places and relation words, each a distinct fact.
+CONVERSATION = [
+    ("Amara Draycott lives in Lisbon.", "Amara Draycott worked from home in Porto on Monday."),
+    ("Amara Draycott lives in Lisbon.", "Amara Draycott heads to Tallinn next week for a workshop."),
+    ("Amara Draycott lives in Lisbon.", "Amara Draycott's sister lives in Madrid."),
+    ("Amara Draycott works at Halcyon Robotics.", "Amara Draycott's brother works at Ostara Labs."),
+    ("Amara Draycott works at Halcyon Robotics.", "Amara Draycott joined the Lisbon book club."),
+    ("Priya Nair is the chief executive of Halcyon Robotics.",
+     "Priya Nair leads the Halcyon Robotics board meeting on Friday."),
+    ("Jonathan Hale reports to Priya Nair.", "Jonathan Hale's manager praised the Riga launch."),
+    ("Copperline Foods is on the Scale plan.", "Copperline Foods complained about the Growth plan pricing."),
+    ("Tom Becker drives a Toyota Corolla.", "Tom Becker's car broke down near Leeds."),
+    ("Jonathan Hale lives in Porto.", "Jonathan Hale lived in Riga before moving to Porto."),
+]
+
+
+@pytest.mark.parametrize("old,new", CONVERSATION)
+def test_a_conversation_turn_is_neither_a_correction_nor_a_repeat(rules, embedder, old, new):
+    d, _ = place(rules, embedder, old, new)
+    assert d.kind == "new_branch", d.reason
+
+
 @pytest.mark.parametrize("old,new", CHANGED_VALUE)
 def test_a_restated_fact_with_another_value_is_a_contradiction(rules, embedder, old, new):
     d, target = place(rules, embedder, old, new)

@@ -82,7 +82,8 @@ MORE_DETAIL = [
 
 ANOTHER_FACT = [
     ("Tomasz Wren lives in Lisbon.", "Tomasz Reyes lives in Porto."),                       # name twins
-    ("The favourite film of Tomasz Wren is Paper Harbour.", "Tomasz Reyes loves Copper Skies more than any other film."),
+    ("The favourite film of Tomasz Wren is Paper Harbour.",
+     "Tomasz Reyes loves Copper Skies more than any other film."),
     ("Amara Draycott lives in Lisbon.", "Amara Draycott works at Halcyon Robotics."),       # another attribute
     ("Halcyon Robotics is headquartered in Porto.", "Halcyon Robotics opened a showroom in Lisbon."),  # multi-valued
     ("Halcyon Robotics opened a showroom in Lisbon.", "Halcyon Robotics opened a showroom in Madrid."),

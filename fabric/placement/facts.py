@@ -1,21 +1,24 @@
 """Read a (subject, relation, value) triple out of one plain sentence, whatever its wording.
 
-How, in four steps, all deterministic:
+How, all deterministic (a pure function of the sentence, cached):
 1. Names: runs of capitalised words and numbers ("Halcyon Robotics", "$2 million") are the spans a
    subject or a value can be. A sentence-initial common word ("Home for ...", "The ..."), a title
-   ("CEO", "chief executive") and a date are not names.
-2. Relation: the sentence with its names masked is matched against a small lexicon of synonym
-   groups ("chief executive" / "CEO" / "is led by" / "heads" are one group, `ceo`). A group names
-   one attribute; the same group in two sentences is the same attribute.
+   ("CEO", "chief executive"), a date, and a name used as a modifier ("the Lisbon marathon") are not.
+2. Relation: the sentence with its names masked is matched against a lexicon of synonym groups
+   ("chief executive" / "CEO" / "is led by" / "heads" are one group, `ceo`). A group names one
+   attribute; the same group in two sentences is the same attribute. Outside the lexicon, a
+   relational noun names it ("the mayor of X" / "X's mayor is ...").
 3. Roles: of the two names nearest the relation's words, the subject is the one the grammar marks:
    a possessive ("Pavel Ibarra's favourite film"), "of / for / where X" ("the chief executive of X",
    "home for X"), or the object of a verb whose grammatical subject is the value ("X heads Y": the
-   subject is Y); otherwise the first name ("Y is led by X", "Y lives in X").
+   subject is Y); otherwise the first name ("Y is led by X", "Y lives in X"). Only relation and
+   grammar words may stand between the two ("Tom's car broke down near Leeds" states no car), and
+   "Amara's sister lives in ..." is about the sister.
 4. Values compare after normalising case and numbers ("2 million" = "2,000,000" = "$2M").
 
-A sentence the lexicon does not cover gives no triple (None): the caller falls back to comparing
-word frames. `compare` turns two triples into a verdict: the same fact with the same value
-(duplicate or added detail), a changed value (contradiction), or another fact (separate)."""
+A sentence this does not read gives no triple (None): the caller falls back to comparing word
+frames. `compare` turns two triples into a verdict: the same fact with the same value (duplicate or
+added detail), a changed value (contradiction), another fact (separate), or unknown."""
 
 from __future__ import annotations
 
@@ -67,7 +70,8 @@ RELATIONS: tuple[Relation, ...] = (
                          r"|\bbased (?:in|out of)\b|\bhome base\b"),
     # "home" alone also means a house ("worked from home in Porto"): only as the place someone lives.
     _rel("home_city", r"\blive[sd]?\b|\bliving in\b|\bresides?\b|\bresiding\b|\bresident of\b|\bresidence\b"
-                      r"|(?<!from )\bhome (?:for|of|to|is|in|city|town)\b|(?:\b(?:a|new|her|his|their)|'s) home\b|\bcalls? § home\b"
+                      r"|(?<!from )\bhome (?:for|of|to|is|in|city|town)\b|(?:\b(?:a|new|her|his|their)|'s) home\b"
+                      r"|\bcalls? § home\b"
                       r"|\bmoved to\b|\brelocated to\b|\bsettled in\b|\bbased (?:in|out of)\b"),
     _rel("employer", r"\bwork(?:s|ed)? (?:at|for)\b|\bworking (?:at|for)\b|\bemployed (?:by|at)\b|\bemployer\b"
                      r"|\bjob (?:at|with)\b|\bemploys\b|\bhired by\b|\bon the payroll of\b|\bemployee (?:of|at)\b",
@@ -184,10 +188,14 @@ class Fact:
     detail: frozenset[str]         # content words besides the names and the relation's words
 
 
+_NUMBER = re.compile(r"[$€£]?\s*(\d[\d,]*(?:\.\d+)?)\s*((?:thousand|million|billion|mn|bn|k|m|b)?)\.?"
+                     r"(?:\s+(?:dollars?|euros?|pounds?|usd|eur|gbp))?")
+
+
 def number_key(text: str) -> str | None:
     """'2 million', '2,000,000', '$2M', '2m' -> '2000000'; None when text is not a number."""
     t = text.casefold().replace("’", "'").strip()
-    m = re.fullmatch(r"[$€£]?\s*(\d[\d,]*(?:\.\d+)?)\s*((?:thousand|million|billion|mn|bn|k|m|b)?)\.?(?:\s+(?:dollars?|euros?|pounds?|usd|eur|gbp))?", t)
+    m = _NUMBER.fullmatch(t)
     if not m:
         return None
     digits, scale = m.group(1), m.group(2)
@@ -314,8 +322,8 @@ _STOP = frozenset("""a an the is are was were be been being has have had of in o
     any other more most very so then there here not no longer where these days update correction latest today
     nowadays lately recently anymore billing took over appointed named became becomes serves serving acts role
     position officially made make makes calls call pays paid likes love loves best all again""".split())
-_RELATION_WORDS = frozenset(w for r in RELATIONS for w in re.findall(r"[a-z]+", re.sub(r"\\[bswd]", " ", r.words.pattern))
-                            if len(w) > 2)
+_RELATION_WORDS = frozenset(w for r in RELATIONS
+                            for w in re.findall(r"[a-z]+", re.sub(r"\\[bswd]", " ", r.words.pattern)) if len(w) > 2)
 
 
 def _relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int, str]]]:
@@ -340,7 +348,8 @@ def _relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int, s
         noun = _RELATIONAL_NOUN.search(masked)
         if noun is None:
             return [], -1, []
-        words_ = [w for w in (noun.group("of") or noun.group("poss") or noun.group("as")).split() if w not in _ADJECTIVES]
+        phrase = noun.group("of") or noun.group("poss") or noun.group("as")
+        words_ = [w for w in phrase.split() if w not in _ADJECTIVES]
         if not words_ or words_[-1] in _STOP:
             return [], -1, []
         name = "_".join(words_)
@@ -362,7 +371,8 @@ _ADJECTIVES = frozenset("""new current former latest present acting interim all-
     official main sole only""".split())
 _MULTI_NOUNS = frozenset("""friend colleague neighbour neighbor client customer member child son daughter sibling
     brother sister cousin investor partner supplier fan student employee guest visitor""".split())
-_PAST = re.compile(r"\b(?:former|formerly|previous|previously|used to|ex-\w+|once|(?<!has )(?<!have )(?:lived|worked|resided)|was the"
+_PAST = re.compile(r"\b(?:former|formerly|previous|previously|used to|ex-\w+|once"
+                   r"|(?<!has )(?<!have )(?:lived|worked|resided)|was the"
                    r"|was based|was headquartered|was led|had been|until|back then)\b")
 
 

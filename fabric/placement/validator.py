@@ -128,7 +128,9 @@ def pregate(write: IncomingWrite, candidates: Sequence[Candidate], *, near_simil
         best = max((c.similarity for c in candidates), default=0.0)
         decision = Decision("new_branch", None, f"nothing near (best similarity {best:.2f} < {near_similarity})",
                             1.0, "pregate")
-        return decision if write.keyed else keys_from_text(write, decision)
+        from .rules import with_text_keys  # rules builds on this module
+
+        return with_text_keys(write, decision, ())
     return None
 
 
@@ -142,13 +144,3 @@ def states_same_attribute(write: IncomingWrite, c: Candidate) -> bool:
     new, old = extract(write.content, c.content), extract(c.content, write.content)
     return new is not None and old is not None and new.subject_key == old.subject_key \
         and shared_relation(old, new) is not None
-
-
-def keys_from_text(write: IncomingWrite, decision: Decision) -> Decision:
-    """The (subject, relation, value) a text-only write states, when the lexicon reads one."""
-    from .facts import extract, keyable  # facts imports this module
-
-    fact = extract(write.content)
-    if not keyable(fact):
-        return decision
-    return replace(decision, subject=fact.subject, relation=fact.relation, value=fact.value)

@@ -63,6 +63,11 @@ CHANGED_VALUE = [
     ("Ada Moreau reports to Jonathan Hale.", "Ada Moreau's manager is Priya Nair."),
     ("Bramble Data is headquartered in Riga.", "The head office of Bramble Data is in Vilnius."),
     ("Halcyon Robotics' CEO is Nadia Holmqvist.", "Update: the CEO of halcyon robotics is now Mira Olsen."),
+    ("Pavel Ibarra's favourite film is Paper Harbour.", "Copper Skies is the film Pavel Ibarra loves most."),
+    ("Halcyon Robotics' CEO is Nadia Holmqvist.",
+     "Halcyon Robotics' chief executive is now Soren Yarrow, replacing Nadia Holmqvist."),
+    ("Copperline Foods is on the Growth plan.", "Scale is the plan Copperline Foods is billed on."),
+    ("Helen Park is the CFO of Initech.", "Initech's finance chief is Raj Patel."),
 ]
 
 SAME_VALUE = [

@@ -129,7 +129,8 @@ _LEXICON_NAMES = frozenset(r.name for r in RELATIONS)
 
 # "favourite film" / "loves X more than any other film": one group per kind of thing.
 _FAVOURITE = re.compile(r"\bfavou?rite (\w+)|\bmore than any other (\w+)|\bbest-loved (\w+)|\ball-time (\w+)"
-                        r"|\bof all (?:the )?(\w+)|\bfavou?rite\b")
+                        r"|\bof all (?:the )?(\w+)|\bthe (\w+) § (?:loves|likes|prefers|enjoys) (?:most|best)\b"
+                        r"|\bfavou?rite\b")
 _SAME_THING = {"movie": "film", "films": "film", "movies": "film", "novel": "book", "books": "book", "novels": "book",
                "color": "colour", "dish": "food", "meal": "food", "tune": "song", "track": "song"}
 

@@ -1,6 +1,6 @@
 """Restated facts in plain text (issue 10): the rule validator reads (subject, relation, value) out of
 each sentence (fabric/placement/facts.py) and places versions of one fact written in other words.
-Similarities come from the real embedding model, as in the worker."""
+Similarities come from the real embedding model, as in the worker (fixtures: tests/fix_placement.py)."""
 
 from __future__ import annotations
 
@@ -9,40 +9,17 @@ from datetime import datetime, timezone
 
 import pytest
 
-from fabric.config import Settings
-from fabric.embed import make_embedder
 from fabric.placement.facts import compare, extract, names, number_key
-from fabric.placement.rules import RuleValidator
 from fabric.placement.validator import Candidate, IncomingWrite, pregate
+from tests.fix_placement import decide
 
 T_OLD = datetime(2021, 1, 1, tzinfo=timezone.utc)
 T_NEW = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
 
-@pytest.fixture(scope="module")
-def embedder():
-    return make_embedder(Settings())
-
-
-@pytest.fixture(scope="module")
-def rules() -> RuleValidator:
-    s = Settings()
-    return RuleValidator(near_similarity=s.near_similarity, duplicate_similarity=s.duplicate_similarity)
-
-
 def place(rules, embedder, existing: str | list[str], new: str, *, new_from=T_NEW, old_from=T_OLD):
-    """The rule decision for `new` beside live `existing` memories (text only), and its target's text."""
-    olds = [existing] if isinstance(existing, str) else existing
-    vecs = embedder.embed([new, *olds])
-    cands = []
-    for text, vec in zip(olds, vecs[1:]):
-        cid = uuid.uuid4()
-        cands.append(Candidate(id=cid, content=text, similarity=float(vecs[0] @ vec), valid_from=old_from,
-                               valid_to=None, parent_id=None, root_id=cid, depth=0, version=1))
-    cands.sort(key=lambda c: -c.similarity)
-    write = IncomingWrite(id=uuid.uuid4(), org="t", content=new, valid_from=new_from)
-    d = pregate(write, cands, near_similarity=rules.near_similarity) or rules.decide(write, cands)
-    return d, {c.id: c.content for c in cands}.get(d.target_id)
+    """The decision for text-only `new` beside live `existing` memories, through the pre-gates."""
+    return decide(rules, embedder, existing, new, old_from=old_from, new_from=new_from, pregated=True)
 
 
 # The issue's table, and more ways people restate a fact: (first write, later write).

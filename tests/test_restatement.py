@@ -45,6 +45,12 @@ CHANGED_VALUE = [
      "Halcyon Robotics' chief executive is now Soren Yarrow, replacing Nadia Holmqvist."),
     ("Copperline Foods is on the Growth plan.", "Scale is the plan Copperline Foods is billed on."),
     ("Helen Park is the CFO of Initech.", "Initech's finance chief is Raj Patel."),
+    ("Copperline Foods is on the Growth plan.", "Copperline Foods switched to the Scale plan."),
+    ("Tomasz Wren works at Kestrel Dynamics.", "Ostara Labs hired Tomasz Wren."),
+    ("Nadia Holmqvist is the chief executive of Halcyon Robotics.",
+     "Soren Yarrow succeeded Nadia Holmqvist as CEO of Halcyon Robotics."),
+    ("Bramble Data is headquartered in Riga.", "Bramble Data's head office is located in Vilnius."),
+    ("Ada Moreau reports to Jonathan Hale.", "Priya Nair is Ada Moreau's line manager."),
 ]
 
 SAME_VALUE = [

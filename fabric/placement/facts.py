@@ -55,7 +55,7 @@ def _rel(name: str, words: str, value_first: str | None = None, *, multi: bool =
 
 
 # "X leads / heads / runs Y" (X is the value), but not "heads to Lisbon", "runs for office".
-_LEADS = r"\b(?:leads|heads|runs)\b(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an)\b)"
+_LEADS = r"\b(?:leads|heads|runs|running)\b(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an)\b)"
 
 
 # Order matters only for naming: the first group two sentences share names their attribute.
@@ -70,18 +70,21 @@ RELATIONS: tuple[Relation, ...] = (
                          r"|\bbased (?:in|out of)\b|\bhome base\b"),
     # "home" alone also means a house ("worked from home in Porto"): only as the place someone lives.
     _rel("home_city", r"\blive[sd]?\b|\bliving in\b|\bresides?\b|\bresiding\b|\bresident of\b|\bresidence\b"
-                      r"|(?<!from )\bhome (?:for|of|to|is|in|city|town)\b|(?:\b(?:a|new|her|his|their)|'s) home\b"
+                      r"|(?<!from )\bhome (?:for|of|to|is|in|city|town)\b|\bresident\b|\baddress\b"
+                      r"|(?:'s|\bher|\bhis|\btheir) city\b|(?:\b(?:a|new|her|his|their)|'s) home\b"
                       r"|\bcalls? § home\b"
                       r"|\bmoved to\b|\brelocated to\b|\bsettled in\b|\bbased (?:in|out of)\b"),
     _rel("employer", r"\bwork(?:s|ed)? (?:at|for)\b|\bworking (?:at|for)\b|\bemployed (?:by|at)\b|\bemployer\b"
-                     r"|\bjob (?:at|with)\b|\bemploys\b|\bhired by\b|\bon the payroll of\b|\bemployee (?:of|at)\b",
-         r"\bemploys\b"),
+                     r"|\bjob (?:at|with)\b|\bemploys\b|\bhired\b|\bjoined\b|\bon the payroll of\b"
+                     r"|\bemployee (?:of|at)\b|\bis an? (?:[a-z-]+ ){1,2}at\b",
+         r"\bemploys\b|\bhired\b(?! by)"),
     _rel("lead", r"\blead\b|\bled by\b|\bheaded by\b|\bin charge of\b|\brun by\b|" + _LEADS, _LEADS),
     _rel("account_manager", r"\baccount (?:manager|executive|owner|lead)\b|\bcustomer success manager\b|\bcsm\b"
                             r"|\b(?:point of|primary|main) contact\b|\blooks after\b|\bhandles\b|\baccount\b",
          r"\blooks after\b|\bhandles\b"),
-    _rel("manager", r"\breports? (?:to|into)\b|\breporting to\b|(?<!account )(?<!success )\bmanager\b"
-                    r"|\bmanaged by\b|\bmanages\b|\bboss\b|\bsupervis(?:or|es|ed by)\b|\bworks under\b",
+    _rel("manager", r"\breports? (?:to|into)\b|\breporting to\b|\banswers to\b|\bline manager\b"
+                    r"|(?<!account )(?<!success )\bmanager\b|\bmanaged by\b|\bmanages\b|\bboss\b"
+                    r"|\bsupervis(?:or|es|ed by)\b|\bworks under\b",
          r"\bmanages\b|\bsupervises\b"),
     _rel("billing_plan", r"\bplan\b|\btier\b|\bsubscription\b|\bsubscribed to\b|\bsubscribes to\b|\bbilled on\b"
                          r"|\bupgraded to\b|\bdowngraded to\b"),
@@ -128,7 +131,7 @@ _MULTI = frozenset(r.name for r in RELATIONS if r.multi)
 _LEXICON_NAMES = frozenset(r.name for r in RELATIONS)
 
 # "favourite film" / "loves X more than any other film": one group per kind of thing.
-_FAVOURITE = re.compile(r"\bfavou?rite (\w+)|\bmore than any other (\w+)|\bbest-loved (\w+)|\ball-time (\w+)"
+_FAVOURITE = re.compile(r"\bfavou?rite (\w+)|\bmore than any other (\w+)|\bbest-loved (\w+)|\btop (\w+)"
                         r"|\bof all (?:the )?(\w+)|\bthe (\w+) § (?:loves|likes|prefers|enjoys) (?:most|best)\b"
                         r"|\bfavou?rite\b")
 _SAME_THING = {"movie": "film", "films": "film", "movies": "film", "novel": "book", "books": "book", "novels": "book",
@@ -158,6 +161,8 @@ _COMPANY_WORDS = frozenset("""inc ltd llc plc gmbh corp co group labs lab roboti
 _OF_VALUE = re.compile(r"\b(?:resident|employee|subsidiary|member|citizen|part|out|native|graduate|fan|unit"
                        r"|student|staff|payroll|works?|working|worked|job)\s+(?:of|for)\s*$")
 _SUBJECT_MARK = re.compile(r"(?:\b(?:of|for|where)|\bhome to|\bat)\s*$")
+_PREDECESSOR = re.compile(r"\b(?:succeed(?:ed|s|ing)?|replac(?:ed|es|ing)|took over from|taking over from"
+                          r"|in place of|instead of)\s+$")
 _RELATIVE = re.compile(r"§\s+(?:is|was)\s+(?:the|a|an)\s+[a-z -]+\s+§")
 _AT_SUBJECT = re.compile(r"\b(?:chief executive|ceo|cfo|cto|officer|manager|head|boss|chair\w*)\s+at\s*$")
 _NEGATION = re.compile(r"\b(?:not|no longer|never|neither|nor)\b|n['’]t\b", re.IGNORECASE)
@@ -400,7 +405,7 @@ def _linked(masked: str, pa: int, pb: int, covered: list[tuple[int, int, str]]) 
     between = masked[pa + 1:pb]
     for m in re.finditer(r"(?<!')[a-z][a-z'-]*", between):  # (not the s of "'s")
         w = m.group()
-        if w in _STOP or w in _ADJECTIVES or w in _TITLES or w in _AUXILIARIES or w.endswith("ly") \
+        if w in _STOP or w in _ADJECTIVES or w in _TITLES or w in _AUXILIARIES or w in _LINKING or w.endswith("ly") \
                 or _covered(covered, pa + 1 + m.start()):
             continue
         if re.fullmatch(r"'s\s+", between[:m.start()]) or (
@@ -410,6 +415,10 @@ def _linked(masked: str, pa: int, pb: int, covered: list[tuple[int, int, str]]) 
     return True
 
 
+# Light verbs people restate a fact with ("switched to the Scale plan", "is located in Vilnius").
+_LINKING = frozenset("""moved switched located situated holds holding answers joined hired relocated transferred
+    changed upgraded downgraded promoted elected stays staying sits living registered chose chosen picked
+    selected succeeded succeeds replaced replacing""".split())
 _AUXILIARIES = frozenset("does do did doesn't don't didn't will would can could may might should must shall "
                          "isn't wasn't".split())
 
@@ -482,8 +491,11 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
         rels, at, covered = _relations(masked)
         if not rels:
             return None
-    # The two names nearest the relation's words, in sentence order.
-    nearest = sorted(sorted(range(len(spans)), key=lambda i: abs(pos[i] - at))[:2])
+    # The two names nearest the relation's words, in sentence order; not a predecessor ("replacing X").
+    eligible = [i for i in range(len(spans)) if not _PREDECESSOR.search(masked[:pos[i]])]
+    if len(eligible) < 2:
+        return None
+    nearest = sorted(sorted(eligible, key=lambda i: abs(pos[i] - at))[:2])
     a, b = (spans[i] for i in nearest)
     pa, pb = (pos[i] for i in nearest)
     if not _linked(masked, pa, pb, covered):

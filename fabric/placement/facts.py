@@ -191,6 +191,7 @@ class Fact:
     past: bool                     # "former", "previously", "used to": not a statement of the current value
     tail: bool                     # the value is lower-case words ending the sentence, not a name
     lexical: bool                  # the relation comes from the lexicon (not from a relational noun)
+    loose: bool                    # words other than relation and grammar words join subject and value
     others: frozenset[str]         # names in the sentence besides the subject and the value
     detail: frozenset[str]         # content words besides the names and the relation's words
 
@@ -499,8 +500,9 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
     nearest = sorted(sorted(eligible, key=lambda i: abs(pos[i] - at))[:2])
     a, b = (spans[i] for i in nearest)
     pa, pb = (pos[i] for i in nearest)
-    if not _linked(masked, pa, pb, covered):
-        return None  # other words join the two names ("Tom's car broke down near Leeds")
+    # Other words join the two names: maybe another statement ("Tom's car broke down near Leeds"),
+    # maybe added detail ("Home for Amara is a flat near the river in Lisbon"). Kept, loosely.
+    loose = not _linked(masked, pa, pb, covered)
     clause = _CLAUSE_END.search(masked, max(pa, pb) + 1)
     limit = clause.start() if clause else len(masked)
     in_clause = [r for r in rels if any(s < limit and name == r.name for s, _, name in covered)]
@@ -535,14 +537,14 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
     return Fact(subject=f"{subject.text}'s {whose}" if whose else subject.text, relation=_name(rels, subject_key),
                 relations=frozenset(r.name for r in rels), value=value.text, subject_key=subject_key,
                 value_key=value_key(value.text), negated=_NEGATION.search(masked) is not None,
-                past=_PAST.search(masked) is not None, tail=value is tail, others=others, detail=detail,
+                past=_PAST.search(masked) is not None, tail=value is tail, loose=loose, others=others, detail=detail,
                 lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"))
 
 
 def keyable(fact: Fact | None) -> bool:
     """May this fact key a memory (so current_value returns it)? Not when it is negated, told as past,
-    or one of several values a subject holds at once."""
-    return fact is not None and not (fact.negated or fact.past or fact.relation in _MULTI)
+    read loosely, or one of several values a subject holds at once."""
+    return fact is not None and not (fact.negated or fact.past or fact.loose or fact.relation in _MULTI)
 
 
 def text_key(text: str) -> tuple[str | None, str | None]:
@@ -578,6 +580,10 @@ def compare(old: Fact, new: Fact) -> Verdict:
     "unknown": the relations differ but one was only guessed from a noun; the caller compares frames."""
     if shared_relation(old, new) is None:
         return "separate" if old.lexical and new.lexical else "unknown"
+    if old.loose or new.loose:  # only ever a refinement: "a flat near the river in Lisbon"
+        same = old.subject_key == new.subject_key and old.value_key == new.value_key and not (
+            old.negated or new.negated or old.past or new.past)
+        return "child_update" if same and len(new.detail - old.detail) >= 2 else "unknown"
     if old.subject_key != new.subject_key:
         return "separate"  # another subject (twins, sister companies, a manager chain)
     if old.tail != new.tail:

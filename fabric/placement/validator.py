@@ -142,5 +142,5 @@ def states_same_attribute(write: IncomingWrite, c: Candidate) -> bool:
     if write.keyed:
         return False
     new, old = extract(write.content, c.content), extract(c.content, write.content)
-    return new is not None and old is not None and new.subject_key == old.subject_key \
-        and shared_relation(old, new) is not None
+    return new is not None and old is not None and not (new.loose or old.loose) \
+        and new.subject_key == old.subject_key and shared_relation(old, new) is not None

@@ -191,3 +191,12 @@ def test_names_numbers_and_roles():
                    extract("Amara Draycott does not live in Porto.")) == "separate"
     assert compare(extract("Amara Draycott lives in Lisbon."),
                    extract("Amara Draycott no longer lives in Lisbon.")) == "contradiction_fork"
+
+
+def test_keyed_values_compare_as_numbers_and_names_do(rules, embedder):
+    d, _ = decide(rules, embedder, "Project Falcon's budget is $2M.", "Project Falcon has a budget of 2 million dollars.",
+                  key=("Project Falcon", "budget", "2 million"), old_key=("Project Falcon", "budget", "$2M"))
+    assert d.kind == "duplicate", d.reason
+    d, _ = decide(rules, embedder, "Project Falcon's budget is $2M.", "Project Falcon's budget is $3M.",
+                  key=("Project Falcon", "budget", "$3M"), old_key=("Project Falcon", "budget", "$2M"))
+    assert d.kind == "contradiction_fork", d.reason

@@ -30,7 +30,7 @@ from dataclasses import replace
 from difflib import SequenceMatcher
 from typing import Sequence
 
-from .facts import Fact, compare, extract, keyable, shared_relation
+from .facts import Fact, compare, extract, keyable, shared_relation, value_key
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -200,7 +200,7 @@ class RuleValidator:
                         f"{old.value!r} -> {new.value!r}", 0.85, self.name, **keys), separate
 
     def _by_key(self, write: IncomingWrite, new_words: list[str], keyed: Sequence[Candidate]) -> Decision | None:
-        differing = [c for c in keyed if c.value is not None and normalise(c.value) != normalise(write.value or "")]
+        differing = [c for c in keyed if c.value is not None and value_key(c.value) != value_key(write.value or "")]
         if differing:
             target = max(differing, key=lambda c: (c.valid_from, c.similarity))
             return Decision("contradiction_fork", target.id,

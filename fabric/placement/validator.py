@@ -117,10 +117,12 @@ def pregate(write: IncomingWrite, candidates: Sequence[Candidate], *, near_simil
     A repeat valid from before the memory it repeats is not settled here: it is that fact's history
     (the validator places it). A neighbour stating the same attribute of the same subject is near
     whatever its similarity. A text-only write with nothing near gets the key its sentence states."""
+    from .facts import value_key  # facts imports this module
+
     norm = normalise(write.content)
     for c in candidates:
         same_value = not (write.keyed and c.key_match and c.value is not None and write.value is not None
-                          and normalise(c.value) != normalise(write.value))
+                          and value_key(c.value) != value_key(write.value))
         if normalise(c.content) == norm and same_value and write.valid_from >= c.valid_from:
             return Decision("duplicate", c.id, "exact repeat of an existing memory", 1.0, "pregate")
     if not any(c.key_match for c in candidates) and all(c.similarity < near_similarity for c in candidates) \

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,8 @@ import httpx2  # noqa: E402  (the mcp SDK's HTTP client)
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+from .fix_services import free_port  # noqa: E402
 
 FABRIC = str(Path(sys.executable).parent / "fabric")  # the venv's `fabric` command
 TOOLS = {"remember", "write_status", "search_memory", "current_value", "memory_history", "belief_state",
@@ -139,12 +140,6 @@ def test_stdio_every_tool_and_bad_arguments(server_env, org, pg):
             await exercise_every_tool(client, pg, org)
 
     asyncio.run(main())
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

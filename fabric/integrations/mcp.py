@@ -187,7 +187,7 @@ def build_server(tools: FabricTools, *, name: str = "fabric") -> MCPServer:
         "fabric is a bi-temporal memory: every memory has valid time (when it was true in the world) and "
         "transaction time (when the store believed it). Use current_value for an exact (subject, relation) "
         "lookup, search_memory for free text, and valid_at / known_at for the past. Write with remember; "
-        "times are ISO-8601 with a UTC offset."), lifespan=lifespan)
+        "times are ISO-8601 with a UTC offset."), lifespan=lifespan, log_level="WARNING")
 
     @server.tool(annotations=ADDITIVE)
     def remember(

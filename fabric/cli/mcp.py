@@ -35,6 +35,8 @@ def mcp_cmd(
              '"Authorization: Bearer <token>" and acts for that org. Env FABRIC_MCP_TOKENS (the same JSON).'),
     remember_timeout: float = typer.Option(30.0, "--remember-timeout",
                                            help="Seconds `remember` waits for placement before answering pending."),
+    metrics_port: Optional[int] = typer.Option(None, "--metrics-port",
+                                               help="Serve Prometheus metrics (writes accepted, ...) on this port."),
 ) -> None:
     """Serve fabric's memory tools to MCP clients (Claude Desktop, Cursor, agent runtimes).
 
@@ -56,6 +58,10 @@ def mcp_cmd(
                                           f"for the org; configure FABRIC_MCP_TOKENS or --tokens-file")
         resolver = OrgResolver(org=None if tokens else (org or "default"), tokens=tokens)
         tools = FabricTools(connect=Fabric.connect, resolver=resolver, remember_timeout=remember_timeout)
+        if metrics_port:  # this process's counters; the store-wide gauges are the workers'
+            from .. import metrics
+
+            metrics.serve(metrics_port)
         server = build_server(tools)
         if transport == "stdio":
             try:

@@ -219,3 +219,26 @@ def test_http_every_tool_tenancy_and_refusals(http_server, org, pg):
     ok = httpx.post(url + "/mcp", json=init, headers={**accept, "Authorization": f"Bearer {tokens[org]}"})
     assert ok.status_code == 200
     assert httpx.get(url + "/health").json() == {"status": "ok"}
+
+
+def test_remember_without_a_worker_answers_pending_with_the_write_id(server_env, org, pg):
+    """Never a bare "queued": the write is durable, and its id lets the model follow it up."""
+    env = dict(server_env, FABRIC_QUEUE_NAME=f"nobody-listens-{org}")
+    params = StdioServerParameters(command=FABRIC, args=["mcp", "--org", org, "--remember-timeout", "1"], env=env)
+
+    async def main() -> dict[str, Any]:
+        async with Client(params, read_timeout_seconds=120) as client:
+            answer = await call(client, "remember", content="Uma Sato plays the oboe.")
+            assert answer["status"] == "pending" and answer["decision"] is None
+            assert "write_status" in answer["message"] and "no worker is listening" in answer["message"]
+            later = await call(client, "write_status", write_id=answer["write_id"])
+            assert later["status"] == "pending" and later["write_id"] == answer["write_id"]
+            return answer
+
+    try:
+        answer = asyncio.run(main())
+        stored = pg.execute("SELECT content, status FROM fabric.writes WHERE org = %s AND id = %s",
+                            (org, answer["write_id"])).fetchone()
+        assert stored == ("Uma Sato plays the oboe.", "pending")
+    finally:
+        pg.execute("DELETE FROM fabric.writes WHERE org = %s", (org,))

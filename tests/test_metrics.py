@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import time
 import uuid
+from contextlib import contextmanager
 
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from fabric import Fabric
-from fabric.errors import PolicyRefused
+from fabric.errors import PlacementParked, PolicyRefused
 
 from .fix_services import free_port, start_worker
+from .openai_stub import Status, answer, by_content, openai_stub  # noqa: F401  (fixture)
 
 
 def scrape(url: str) -> dict[tuple[str, tuple], float]:
@@ -26,12 +28,13 @@ def value(samples: dict, name: str, **labels: str) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
-@pytest.fixture
-def metrics_worker(database_url, redis_url):
+@contextmanager
+def worker_with_metrics(database_url: str, redis_url: str, env: dict[str, str] | None = None):
+    """A real `fabric worker --metrics-port` on its own queue; yields (queue, metrics url)."""
     queue = f"metrics-{uuid.uuid4().hex[:8]}"
     port = free_port()
     proc = start_worker(database_url, redis_url, queue, "--metrics-port", str(port),
-                        env={"FABRIC_METRICS_ORG_LABEL": "true"})
+                        env={"FABRIC_METRICS_ORG_LABEL": "true", **(env or {})})
     url = f"http://127.0.0.1:{port}/metrics"
     deadline = time.monotonic() + 120
     while True:
@@ -43,9 +46,17 @@ def metrics_worker(database_url, redis_url):
         assert proc.poll() is None, "the worker exited"
         assert time.monotonic() < deadline, "no metrics endpoint"
         time.sleep(0.2)
-    yield queue, url
-    proc.terminate()
-    proc.wait(15)
+    try:
+        yield queue, url
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+@pytest.fixture
+def metrics_worker(database_url, redis_url):
+    with worker_with_metrics(database_url, redis_url) as started:
+        yield started
 
 
 def test_worker_metrics_move_by_the_right_amounts(metrics_worker, database_url, redis_url, org, pg):
@@ -92,3 +103,35 @@ def test_worker_metrics_move_by_the_right_amounts(metrics_worker, database_url, 
     assert value(after, "fabric_writes_open", org=org, status="parked") == 0
     assert not any(name == "fabric_placements_total" and dict(labels).get("org") for name, labels in after), \
         "event counters carry no org label"
+
+
+def test_llm_calls_tokens_latency_and_parked_writes(database_url, redis_url, openai_stub, org, pg):
+    """The LLM validator behind the real openai client and a loopback server: calls, tokens, errors."""
+    openai_stub.script(default=by_content([("bakes", answer("new_branch")), ("knits", Status(500))]))
+    env = {"OPENAI_BASE_URL": openai_stub.base_url, "OPENAI_API_KEY": "test-key", "FABRIC_LLM_MODEL": "stub-model",
+           "FABRIC_VALIDATOR": "llm", "FABRIC_LLM_TIMEOUT": "2", "FABRIC_LLM_MAX_ATTEMPTS": "2"}
+    with worker_with_metrics(database_url, redis_url, env) as (queue, url):
+        before = scrape(url)
+        with Fabric.connect(database_url, redis_url, run_worker=False, queue_name=queue) as fab:
+            first = fab.wait(fab.write("Omar Haddad cooks on Sundays.", org=org), 60)
+            second = fab.wait(fab.write("Omar Haddad bakes bread on Sundays.", org=org), 60)
+            parked = fab.write("Omar Haddad knits on Sundays.", org=org)
+            with pytest.raises(PlacementParked):
+                fab.wait(parked, 60)
+        after = scrape(url)
+    assert (first.validator, second.validator) == ("pregate", "llm")
+
+    def moved(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    tokens = pg.execute("SELECT sum(prompt_tokens), sum(completion_tokens) FROM fabric.decisions "
+                        "WHERE org = %s AND validator = 'llm'", (org,)).fetchone()
+    assert tokens[0] > 0
+    assert moved("fabric_llm_calls_total", outcome="ok") == 1
+    assert moved("fabric_llm_calls_total", outcome="error") == 1
+    assert moved("fabric_llm_tokens_total", type="prompt") == tokens[0]
+    assert moved("fabric_llm_tokens_total", type="completion") == tokens[1]
+    assert moved("fabric_llm_seconds_count") == 1
+    assert moved("fabric_placements_total", decision="new_branch", validator="llm") == 1
+    assert moved("fabric_writes_settled_total", status="parked") == 1
+    assert value(after, "fabric_writes_open", org=org, status="parked") == 1

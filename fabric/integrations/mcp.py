@@ -49,6 +49,8 @@ DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idemp
 
 Time = Annotated[str | None, Field(description="ISO-8601 time WITH a UTC offset, e.g. 2024-06-01T00:00:00Z "
                                                "or 2024-06-01T09:00:00+02:00; omitted means now")]
+KnownAt = Annotated[str | None, Field(description="ISO-8601 time with offset: answer as the store believed then "
+                                                  "(the audit question); omitted means now")]
 
 
 class OrgRefused(FabricError):
@@ -234,8 +236,7 @@ def build_server(tools: FabricTools, *, name: str = "fabric") -> MCPServer:
         query: Annotated[str, Field(description="What to look for, in words.")],
         k: Annotated[int, Field(ge=1, le=50, description="How many memories to return.")] = 10,
         valid_at: Time = None,
-        known_at: Annotated[str | None, Field(description="ISO-8601 time with offset: answer as the store "
-                                                          "believed then (audit); omitted means now")] = None,
+        known_at: KnownAt = None,
         include_superseded: Annotated[bool, Field(description="Also return versions that were replaced.")] = False,
         context: Annotated[int, Field(ge=0, le=10, description="Add up to N neighbours on each hit's "
                                                                "branch.")] = 0,
@@ -256,8 +257,7 @@ def build_server(tools: FabricTools, *, name: str = "fabric") -> MCPServer:
         subject: Annotated[str, Field(description="Who or what, e.g. 'Ada Moreau'.")],
         relation: Annotated[str, Field(description="The attribute, e.g. 'employer'.")],
         valid_at: Time = None,
-        known_at: Annotated[str | None, Field(description="ISO-8601 time with offset: as the store believed "
-                                                          "then; omitted means now")] = None,
+        known_at: KnownAt = None,
     ) -> dict[str, Any]:
         """The value of (subject, relation) at valid_at as known at known_at: an exact lookup, no
         similarity search. Use it to check whether a retrieved fact is stale."""
@@ -279,8 +279,7 @@ def build_server(tools: FabricTools, *, name: str = "fabric") -> MCPServer:
     def belief_state(
         ctx: Context,
         valid_at: Time = None,
-        known_at: Annotated[str | None, Field(description="ISO-8601 time with offset: as the store believed "
-                                                          "then; omitted means now")] = None,
+        known_at: KnownAt = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="At most this many memories.")] = 100,
     ) -> dict[str, Any]:
         """Everything the store held as true at valid_at, as known at known_at ("what did we know at T")."""
@@ -297,7 +296,7 @@ def build_server(tools: FabricTools, *, name: str = "fabric") -> MCPServer:
         max_depth: Annotated[int | None, Field(ge=0, le=1000, description="How deep to go.")] = None,
         include_superseded: Annotated[bool, Field(description="Also return replaced versions.")] = False,
         valid_at: Time = None,
-        known_at: Annotated[str | None, Field(description="ISO-8601 time with offset; omitted means now")] = None,
+        known_at: KnownAt = None,
     ) -> dict[str, Any]:
         """The branch of the memory tree under a memory: refinements below it, walked through replaced
         versions (left out of the result unless include_superseded)."""

@@ -242,3 +242,14 @@ def test_remember_without_a_worker_answers_pending_with_the_write_id(server_env,
         assert stored == ("Uma Sato plays the oboe.", "pending")
     finally:
         pg.execute("DELETE FROM fabric.writes WHERE org = %s", (org,))
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--transport", "http", "--host", "0.0.0.0", "--org", "acme"], "without tokens"),
+    (["--transport", "carrier-pigeon"], "use stdio or http"),
+    (["--transport", "http", "--org", "acme"], "drop --org"),
+])
+def test_unsafe_or_wrong_configurations_are_refused(server_env, args, says):
+    env = dict(server_env, FABRIC_MCP_TOKENS=json.dumps({"acme": "t" * 20}) if "drop --org" in says else "")
+    done = subprocess.run([FABRIC, "mcp", *args], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and says in " ".join(done.stderr.split()), done.stderr

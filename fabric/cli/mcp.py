@@ -11,7 +11,7 @@ from typing import List, Optional
 import typer
 
 from ..errors import ValidationError
-from .app import app, handle_errors
+from .app import app, err_console, handle_errors
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -43,7 +43,14 @@ def mcp_cmd(
     Example: fabric mcp --org acme          |  fabric mcp --transport http --org acme --port 8765
     """
     from ..api import Fabric
-    from ..integrations.mcp import FabricTools, OrgResolver, build_server, default_allowed, http_app, load_tokens
+
+    try:
+        from ..integrations.mcp import FabricTools, OrgResolver, build_server, default_allowed, http_app, load_tokens
+    except ModuleNotFoundError as exc:
+        if exc.name != "mcp" and not (exc.name or "").startswith("mcp."):
+            raise
+        err_console.print('[red]the MCP server needs the mcp extra:[/] pip install "fabric-memory[mcp]"')
+        raise typer.Exit(1)
 
     with handle_errors():
         if transport not in ("stdio", "http"):

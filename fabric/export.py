@@ -223,7 +223,7 @@ def _stage(conn: psycopg.Connection, lines: Iterable[str], header: Header, org: 
     """Check every line and COPY it into the staging table. Returns rows per table."""
     seen: dict[str, int] = {}
     columns = {name: set(cols) for name, cols in header.tables.items()}
-    with conn.cursor().copy(q("import_stage_copy")) as copy:
+    with conn.cursor() as cur, cur.copy(q("import_stage_copy")) as copy:
         for number, text in enumerate(lines, start=2):
             if not text.strip():
                 continue

@@ -18,7 +18,7 @@ import psycopg
 import redis
 from psycopg.types.json import Jsonb
 
-from . import db, embedded
+from . import db, embedded, metrics
 from . import queue as fq
 from .config import Settings
 from .embed import Embedder, make_embedder
@@ -208,6 +208,7 @@ class Fabric:
         except TenantAccessDenied as exc:  # raised by _conn when the pipeline syncs: name the org(s)
             raise TenantAccessDenied(", ".join(orgs), exc.detail) from exc
         self._known_orgs.update(orgs)
+        metrics.writes_accepted(len(rows))
         enqueued = True
         try:
             fq.enqueue_jobs(self.queue, jobs, timeout=self.settings.job_timeout, retries=self.settings.job_retries)

@@ -17,6 +17,7 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
+from .. import metrics
 from ..errors import FabricError
 from ..placement.intervals import ChainMember, Revision, plan_insert
 from ..placement.validator import Candidate, Decision, IncomingWrite, Validator, check_decision, pregate
@@ -88,6 +89,7 @@ def decide(write: IncomingWrite, cands: Sequence[Candidate], validator: Validato
     decision = validator.decide(write, cands)
     if decision.latency_ms is None:
         decision = decision.with_cost(latency_ms=(time.perf_counter() - started) * 1000)
+    metrics.decided(decision)
     return check_decision(decision, cands)
 
 

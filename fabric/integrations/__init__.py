@@ -1,0 +1,1 @@
+"""Where agent frameworks plug in: MCP (mcp.py)."""

@@ -1,0 +1,1 @@
+"""Adapters to agent frameworks (optional extras): `fabric.integrations.langgraph`."""

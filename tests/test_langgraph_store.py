@@ -275,3 +275,12 @@ def test_langgraph_graph_writes_and_searches_through_fabric(fab, org):
     assert out["found"] == ["Ada drinks oat-milk lattes."]  # the same key: the new value replaced the old
     assert fab.current_value("memories.ada", "fact", org=org).content == "Ada drinks oat-milk lattes."
     assert len(fab.belief_state(org=org)) == 1
+
+
+def test_keys_compare_case_insensitively(fabric_store):
+    """A documented difference from InMemoryStore: fabric normalises relations (lower case, trimmed)."""
+    fabric_store.put(("case",), "Colour", {"text": "blue"})
+    item = fabric_store.get(("case",), "colour")
+    assert item is not None and item.key == "Colour" and item.value == {"text": "blue"}
+    fabric_store.put(("case",), "colour", {"text": "green"})
+    assert [(i.key, i.value["text"]) for i in fabric_store.search(("case",))] == [("colour", "green")]

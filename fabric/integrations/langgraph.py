@@ -61,7 +61,13 @@ class ReadOnlyView(FabricError):
 # ---------------------------------------------------------------- the mapping (pure)
 
 def subject_of(namespace: Sequence[str]) -> str:
-    return SEPARATOR.join(namespace)
+    """The memory's subject (fabric trims a subject's outer whitespace; so do we, to find it again)."""
+    return SEPARATOR.join(namespace).strip()
+
+
+def relation_of(key: str) -> str:
+    """The memory's relation: fabric lower-cases and trims relations, so store keys compare that way."""
+    return str(key).strip().lower()
 
 
 def namespace_of(subject: str) -> tuple[str, ...]:
@@ -219,7 +225,7 @@ class FabricStore(BaseStore):
         valid_at, known_at = self._times()
         return {"org": self.org, "prefix": subject_of(prefix) if prefix else None,
                 "subjects": [subject_of(ns) for ns, _ in keys] if keys is not None else None,
-                "relations": [k.strip().lower() for _, k in keys] if keys is not None else None,
+                "relations": [relation_of(k) for _, k in keys] if keys is not None else None,
                 "valid_at": valid_at, "known_at": known_at}
 
     def _write_items(self, puts: Iterable[PutOp]) -> list[dict[str, Any]]:
@@ -267,7 +273,7 @@ class FabricStore(BaseStore):
             keys = [(tuple(op.namespace), op.key) for _, op in b.gets]
             found = {(r["subject"], r["relation"]): r for r in self._rows(fab, self._items_params(keys=keys))}
             for i, op in b.gets:
-                row = found.get((subject_of(op.namespace), op.key.strip().lower()))
+                row = found.get((subject_of(op.namespace), relation_of(op.key)))
                 b.results[i] = item_of(row) if row else None
         for i, op in b.searches:
             b.results[i] = self._search(fab, op)
@@ -333,7 +339,7 @@ class FabricStore(BaseStore):
                 time.sleep(delay)
 
     def _delete_params(self, namespace: tuple[str, ...], key: str, now: datetime) -> dict[str, Any]:
-        return {"org": self.org, "subject": subject_of(namespace), "relation": key.strip().lower(), "now": now,
+        return {"org": self.org, "subject": subject_of(namespace), "relation": relation_of(key), "now": now,
                 "decision_id": uuid.uuid4(), "reason": f"deleted through the LangGraph store: {namespace}/{key}"}
 
     def _placed(self, states: Sequence[Mapping[str, Any]], deadline: float) -> bool:
@@ -374,7 +380,7 @@ class FabricStore(BaseStore):
             keys = [(tuple(op.namespace), op.key) for _, op in b.gets]
             found = {(r["subject"], r["relation"]): r for r in await self._arows(afab, self._items_params(keys=keys))}
             for i, op in b.gets:
-                row = found.get((subject_of(op.namespace), op.key.strip().lower()))
+                row = found.get((subject_of(op.namespace), relation_of(op.key)))
                 b.results[i] = item_of(row) if row else None
         for i, op in b.searches:
             b.results[i] = await self._asearch(afab, op)

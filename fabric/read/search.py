@@ -160,6 +160,7 @@ def search_plan(*, org: str, text: str, vector: np.ndarray | None, mode: str, k:
 
 
 def search_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What every search does to its rows, sync or async: post-processing belongs here, once."""
     for row in rows:
         row["score"] = float(row["score"])
     return rows

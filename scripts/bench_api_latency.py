@@ -17,7 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
-from fabric import AsyncFabric, Fabric
+from fabric import AsyncFabric, Fabric, embedded
 from fabric.integrations.langgraph import FabricStore
 
 TOPICS = ["coffee", "cycling", "gardening", "chess", "sailing", "baking", "jazz", "astronomy", "pottery", "hiking"]
@@ -31,6 +31,7 @@ def p50_ms(samples: list[float]) -> float:
 
 
 async def main(items: int, rounds: int) -> None:
+    own_dir = not os.environ.get("FABRIC_DATA_DIR")
     data_dir = Path(os.environ.get("FABRIC_DATA_DIR") or tempfile.mkdtemp(prefix="fabric-bench-"))
     org = f"bench-{uuid.uuid4().hex[:8]}"
     fab = await asyncio.to_thread(Fabric.connect, data_dir=data_dir)
@@ -66,6 +67,9 @@ async def main(items: int, rounds: int) -> None:
     finally:
         await afab.close()
         fab.close()
+        if own_dir:  # the embedded servers this run started in its temporary folder
+            embedded.stop_postgres(data_dir)
+            embedded.stop_redis(data_dir)
 
 
 if __name__ == "__main__":

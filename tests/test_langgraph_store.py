@@ -13,6 +13,7 @@ from langgraph.store.base import GetOp, Item, PutOp, SearchItem
 from langgraph.store.memory import InMemoryStore
 
 from fabric.integrations.langgraph import FabricStore, ReadOnlyView
+from fabric.sql import q
 from fabric.types import utcnow
 
 
@@ -227,7 +228,8 @@ def test_store_is_one_org(fab, org):
 
 def test_prefix_filter_is_an_index_range(fab, org, pg):
     """fabric_api.under(subject, prefix) with a constant prefix is a range scan on the subject pattern
-    index (migration 0006), chosen by the planner in an org of 3,000 keyed memories."""
+    index (migration 0006), chosen by the planner in an org of 3,000 keyed memories, in the store's
+    listing query as well."""
     from psycopg import sql
 
     dim = fab.settings.embedding_dim
@@ -237,11 +239,23 @@ def test_prefix_filter_is_an_index_range(fab, org, pg):
         SELECT %(org)s, id, id, 'note', 'ns' || (i %% 300) || '.sub', 'k' || i, 'new_branch',
                array_fill(0.1, ARRAY[%(dim)s])::vector, now()
         FROM (SELECT gen_random_uuid() AS id, i FROM generate_series(1, 3000) i) s""", {"org": org, "dim": dim})
+    decision = pg.execute("INSERT INTO fabric.decisions (org, id, action) VALUES (%s, gen_random_uuid(), 'place') "
+                          "RETURNING id", (org,)).fetchone()[0]
+    pg.execute("""
+        INSERT INTO fabric.memory_versions (org, memory_id, version, valid_from, state, decision_id, recorded_at)
+        SELECT org, id, 1, now() - interval '1 hour', 'live', %s, now() - interval '1 hour'
+        FROM fabric.memories WHERE org = %s""", (decision, org))
     pg.execute("ANALYZE fabric.memories")
+    pg.execute("ANALYZE fabric.memory_versions")
     plan = "\n".join(r[0] for r in pg.execute(sql.SQL(
         "EXPLAIN SELECT id FROM fabric.memories WHERE org = {} AND fabric_api.under(subject, {})").format(
         sql.Literal(org), sql.Literal("ns7"))).fetchall())
     assert "ix_memories_org_subject_pattern" in plan and "~>=~" in plan, plan
+    store_plan = "\n".join(r[0] for r in pg.execute(sql.SQL("EXPLAIN " + q("store_items").replace(
+        "%(org)s", "{org}").replace("%(prefix)s", "{prefix}").replace("%(subjects)s", "NULL").replace(
+        "%(relations)s", "NULL").replace("%(valid_at)s", "now()").replace("%(known_at)s", "now()")).format(
+        org=sql.Literal(org), prefix=sql.Literal("ns7"))).fetchall())
+    assert "ix_memories_org_subject_pattern" in store_plan, store_plan
     got = {r[0] for r in pg.execute("SELECT DISTINCT subject FROM fabric.memories "
                                     "WHERE org = %s AND fabric_api.under(subject, 'ns7')", (org,))}
     assert got == {"ns7.sub"}  # not ns70.sub ... ns79.sub

@@ -2,9 +2,9 @@
 and for `fabric.integrations.langgraph`.
 
 - `fabric_api.under(subject, prefix)`: is the subject the namespace `prefix` or below it, by whole
-  labels ('alice' matches 'alice' and 'alice.notes', never 'alicex'); LIKE's metacharacters in the
-  prefix are escaped. An inlinable SQL function: with a constant prefix the planner turns it into
-  index conditions on `ix_memories_org_subject_pattern`.
+  labels ('alice' matches 'alice' and 'alice.notes', never 'alicex'); no pattern syntax, so '%' and
+  '_' in labels are literal. An inlinable SQL function: with a constant prefix the planner turns it
+  into a range on `ix_memories_org_subject_pattern`, under row-level security too.
 - `fabric_api.namespaces(org, prefix, valid_at, known_at)`: the subjects holding memories at that
   time, with how many, below an optional prefix.
 - decision action 'delete': a key's value ended (its valid time closed now), as the store's delete.
@@ -27,16 +27,17 @@ ACTIONS_AFTER = ACTIONS_BEFORE + ", 'delete'"
 
 def upgrade() -> None:
     op.execute(r"""
-    -- Prefix search over subjects: LIKE 'prefix%' with a constant pattern is a range on this index
-    -- (text_pattern_ops compares bytes, whatever the database's collation).
+    -- Prefix search over subjects: a range in byte order (text_pattern_ops), whatever the collation.
     CREATE INDEX ix_memories_org_subject_pattern ON fabric.memories (org, subject text_pattern_ops)
         WHERE subject IS NOT NULL;
 
     CREATE FUNCTION fabric_api.under(subject text, prefix text)
     RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-        -- One index range (LIKE 'prefix%', its metacharacters escaped), then whole labels only:
-        -- the prefix itself, or the prefix followed by '.'.
-        SELECT subject LIKE replace(replace(replace(prefix, '\', '\\'), '%', '\%'), '_', '\_') || '%'
+        -- One index range in byte order, [prefix, prefix || '/'): every subject that starts with the
+        -- prefix followed by '.' (0x2E) lies in it, since '/' is 0x2F. The range uses leakproof
+        -- operators, so it stays an index condition under row-level security (LIKE would not).
+        -- Then whole labels only: the prefix itself, or the prefix followed by '.'.
+        SELECT subject ~>=~ prefix AND subject ~<~ (prefix || '/')
            AND (subject = prefix OR substr(subject, length(prefix) + 1, 1) = '.')
     $$;
     COMMENT ON FUNCTION fabric_api.under(text, text) IS

@@ -48,21 +48,27 @@ async def main(items: int, rounds: int) -> None:
             fab.search(q, org=org, k=10)
             await afab.search(q, org=org, k=10)
             store.search((), query=q, limit=10)
-        sync_t, async_t, store_t, astore_t = [], [], [], []
+        calls = {"Fabric.search (baseline)": lambda q: fab.search(q, org=org, k=10),
+                 "AsyncFabric.search": lambda q: afab.search(q, org=org, k=10),
+                 "FabricStore.search (batch)": lambda q: store.search((), query=q, limit=10),
+                 "FabricStore.asearch (abatch)": lambda q: store.asearch((), query=q, limit=10)}
+        samples: dict[str, list[float]] = {name: [] for name in calls}
         cpu0 = time.process_time()
         for r in range(rounds):
             q = QUERIES[r % len(QUERIES)]
-            t = time.perf_counter(); fab.search(q, org=org, k=10); sync_t.append(time.perf_counter() - t)  # noqa: E702
-            t = time.perf_counter(); await afab.search(q, org=org, k=10); async_t.append(time.perf_counter() - t)  # noqa: E702,E501
-            t = time.perf_counter(); store.search((), query=q, limit=10); store_t.append(time.perf_counter() - t)  # noqa: E702,E501
-            t = time.perf_counter(); await store.asearch((), query=q, limit=10); astore_t.append(time.perf_counter() - t)  # noqa: E702,E501
+            for name, call in calls.items():
+                t = time.perf_counter()
+                result = call(q)
+                if asyncio.iscoroutine(result):
+                    await result
+                samples[name].append(time.perf_counter() - t)
         cpu = time.process_time() - cpu0
-        base = p50_ms(sync_t)
-        print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}; {rounds} rounds; client CPU {cpu:.1f} s")
+        base = p50_ms(samples["Fabric.search (baseline)"])
+        load = os.getloadavg()
+        print(f"load average {load[0]:.2f} {load[1]:.2f}; {rounds} rounds; client CPU {cpu:.1f} s")
         print(f"{'call':32} {'p50 ms':>8} {'vs Fabric.search':>17}")
-        for name, samples in [("Fabric.search (baseline)", sync_t), ("AsyncFabric.search", async_t),
-                              ("FabricStore.search (batch)", store_t), ("FabricStore.asearch (abatch)", astore_t)]:
-            p = p50_ms(samples)
+        for name, times in samples.items():
+            p = p50_ms(times)
             print(f"{name:32} {p:8.1f} {p - base:+9.1f} ms ({p / base:4.2f}x)")
     finally:
         await afab.close()

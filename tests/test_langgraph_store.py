@@ -92,7 +92,8 @@ def test_namespace_boundaries_are_whole_labels(store):
     assert len(store.search(())) == 4
 
 
-@pytest.mark.parametrize("label,twin", [("a_b", "axb"), ("a%", "abc"), ("50%_off", "50xyoff"), ("back\\slash", "back\\\\slash")])
+@pytest.mark.parametrize("label,twin", [("a_b", "axb"), ("a%", "abc"), ("50%_off", "50xyoff"),
+                                        ("back\\slash", "back\\\\slash")])
 def test_like_metacharacters_in_labels_match_literally(store, label, twin):
     store.put(("meta", label), "k", {"text": "the real one"})
     store.put(("meta", twin), "k", {"text": "a lookalike"})
@@ -252,10 +253,16 @@ def test_prefix_filter_is_an_index_range(fab, org, pg):
         sql.Literal(org), sql.Literal("ns7"))).fetchall())
     assert "ix_memories_org_subject_pattern" in plan and "~>=~" in plan, plan
     store_plan = "\n".join(r[0] for r in pg.execute(sql.SQL("EXPLAIN " + q("store_items").replace(
-        "%(org)s", "{org}").replace("%(prefix)s", "{prefix}").replace("%(subjects)s", "NULL").replace(
-        "%(relations)s", "NULL").replace("%(valid_at)s", "now()").replace("%(known_at)s", "now()")).format(
+        "%(org)s", "{org}").replace("%(prefix)s", "{prefix}").replace(
+        "%(valid_at)s", "now()").replace("%(known_at)s", "now()")).format(
         org=sql.Literal(org), prefix=sql.Literal("ns7"))).fetchall())
     assert "ix_memories_org_subject_pattern" in store_plan, store_plan
+    get_plan = "\n".join(r[0] for r in pg.execute(sql.SQL("EXPLAIN " + q("store_get").replace(
+        "%(org)s", "{org}").replace("%(subjects)s", "{subjects}").replace(
+        "%(relations)s", "{relations}").replace("%(valid_at)s", "now()").replace("%(known_at)s", "now()")).format(
+        org=sql.Literal(org), subjects=sql.Literal(["ns7.sub", "ns8.sub"]),
+        relations=sql.Literal(["k7", "k8"]))).fetchall())
+    assert "ix_memories_key" in get_plan and "Seq Scan on memories" not in get_plan, get_plan
     got = {r[0] for r in pg.execute("SELECT DISTINCT subject FROM fabric.memories "
                                     "WHERE org = %s AND fabric_api.under(subject, 'ns7')", (org,))}
     assert got == {"ns7.sub"}  # not ns70.sub ... ns79.sub

@@ -220,13 +220,15 @@ class FabricStore(BaseStore):
     def _times(self) -> tuple[datetime, datetime]:
         return (self._valid_at, self._known_at) if self.read_only else calls.times(None, None)
 
-    def _items_params(self, *, prefix: tuple[str, ...] | None = None,
-                      keys: Sequence[tuple[tuple[str, ...], str]] | None = None) -> dict[str, Any]:
+    def _items_query(self, *, prefix: tuple[str, ...] | None = None,
+                     keys: Sequence[tuple[tuple[str, ...], str]] | None = None) -> tuple[str, dict[str, Any]]:
+        """The items under a namespace prefix (store_items), or with these keys (store_get)."""
         valid_at, known_at = self._times()
-        return {"org": self.org, "prefix": subject_of(prefix) if prefix else None,
-                "subjects": [subject_of(ns) for ns, _ in keys] if keys is not None else None,
-                "relations": [relation_of(k) for _, k in keys] if keys is not None else None,
-                "valid_at": valid_at, "known_at": known_at}
+        params = {"org": self.org, "valid_at": valid_at, "known_at": known_at}
+        if keys is not None:
+            return "store_get", {**params, "subjects": [subject_of(ns) for ns, _ in keys],
+                                 "relations": [relation_of(k) for _, k in keys]}
+        return "store_items", {**params, "prefix": subject_of(prefix) if prefix else None}
 
     def _write_items(self, puts: Iterable[PutOp]) -> list[dict[str, Any]]:
         items = []
@@ -271,7 +273,7 @@ class FabricStore(BaseStore):
         fab = self.fabric
         if b.gets:
             keys = [(tuple(op.namespace), op.key) for _, op in b.gets]
-            found = {(r["subject"], r["relation"]): r for r in self._rows(fab, self._items_params(keys=keys))}
+            found = {(r["subject"], r["relation"]): r for r in self._rows(fab, *self._items_query(keys=keys))}
             for i, op in b.gets:
                 row = found.get((subject_of(op.namespace), relation_of(op.key)))
                 b.results[i] = item_of(row) if row else None
@@ -288,21 +290,21 @@ class FabricStore(BaseStore):
             self._apply_puts(fab, b.puts)
         return b.results
 
-    def _rows(self, fab: Fabric, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def _rows(self, fab: Fabric, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         with fab._conn(self.org) as conn:
-            rows = conn.execute(q("store_items"), params).fetchall()
+            rows = conn.execute(q(query), params).fetchall()
         return sorted(rows, key=lambda r: r["recorded_at"], reverse=True)
 
     def _search(self, fab: Fabric, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
         if not op.query:
-            return self._page(op, self._rows(fab, self._items_params(prefix=prefix)))
+            return self._page(op, self._rows(fab, *self._items_query(prefix=prefix)))
         valid_at, known_at = self._times()
         hits = self._keyed_hits(fab._search(op.query, org=self.org, k=self._search_k(op), valid_at=valid_at,
                                             known_at=known_at, include_superseded=False, mode="hybrid",
                                             context=0, explain=False,
                                             subject_prefix=subject_of(prefix) if prefix else None))
-        return self._ranked(op, hits, self._rows(fab, self._items_params(keys=self._hit_keys(hits))))
+        return self._ranked(op, hits, self._rows(fab, *self._items_query(keys=self._hit_keys(hits))))
 
     @staticmethod
     def _hit_keys(hits: Sequence[Memory]) -> list[tuple[tuple[str, ...], str]]:
@@ -378,7 +380,7 @@ class FabricStore(BaseStore):
         afab = self.afabric
         if b.gets:
             keys = [(tuple(op.namespace), op.key) for _, op in b.gets]
-            found = {(r["subject"], r["relation"]): r for r in await self._arows(afab, self._items_params(keys=keys))}
+            found = {(r["subject"], r["relation"]): r for r in await self._arows(afab, *self._items_query(keys=keys))}
             for i, op in b.gets:
                 row = found.get((subject_of(op.namespace), relation_of(op.key)))
                 b.results[i] = item_of(row) if row else None
@@ -394,20 +396,20 @@ class FabricStore(BaseStore):
             await self._aapply_puts(afab, b.puts)
         return b.results
 
-    async def _arows(self, afab: AsyncFabric, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-        rows = await afab._all(self.org, "store_items", params)
+    async def _arows(self, afab: AsyncFabric, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        rows = await afab._all(self.org, query, params)
         return sorted(rows, key=lambda r: r["recorded_at"], reverse=True)
 
     async def _asearch(self, afab: AsyncFabric, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
         if not op.query:
-            return self._page(op, await self._arows(afab, self._items_params(prefix=prefix)))
+            return self._page(op, await self._arows(afab, *self._items_query(prefix=prefix)))
         valid_at, known_at = self._times()
         hits = self._keyed_hits(await afab._search(op.query, org=self.org, k=self._search_k(op), valid_at=valid_at,
                                                    known_at=known_at, include_superseded=False, mode="hybrid",
                                                    context=0, explain=False,
                                                    subject_prefix=subject_of(prefix) if prefix else None))
-        return self._ranked(op, hits, await self._arows(afab, self._items_params(keys=self._hit_keys(hits))))
+        return self._ranked(op, hits, await self._arows(afab, *self._items_query(keys=self._hit_keys(hits))))
 
     async def _aapply_puts(self, afab: AsyncFabric, puts: Mapping[tuple[tuple[str, ...], str], PutOp]) -> None:
         deletes = [(ns, key) for (ns, key), op in puts.items() if op.value is None]

@@ -2,9 +2,9 @@
 -- of a key: subject = the namespace's labels joined by '.', relation = the item's key.
 
 -- name: store_items
--- The items under a namespace prefix (NULL: every namespace) or with exact keys (subjects/relations
--- arrays, NULL: any) that hold at (valid_at, known_at): per key, the memory current_value would
--- return, with the transaction time its key was first written (created_at). Newest first.
+-- The items under a namespace prefix (NULL: every namespace) that hold at (valid_at, known_at): per
+-- key, the memory current_value would return, with the transaction time its key was first written
+-- (first_recorded_at).
 SELECT DISTINCT ON (v.subject, v.relation)
        v.*,
        (SELECT min(f.created_at) FROM fabric.memories f
@@ -12,10 +12,17 @@ SELECT DISTINCT ON (v.subject, v.relation)
 FROM fabric_api.memory_versions v
 WHERE v.org = %(org)s AND v.subject IS NOT NULL AND v.relation IS NOT NULL
   AND (%(prefix)s::text IS NULL OR fabric_api.under(v.subject, %(prefix)s))
-  AND (%(subjects)s::text[] IS NULL
-       OR (v.subject, v.relation) IN (SELECT * FROM unnest(%(subjects)s::text[], %(relations)s::text[])))
   AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at, %(valid_at)s, %(known_at)s)
 ORDER BY v.subject, v.relation, v.valid_from DESC, v.recorded_at DESC
+
+-- name: store_get
+-- The items with these keys (subjects[i], relations[i]) at (valid_at, known_at): current_value per
+-- key, with the transaction time the key was first written (first_recorded_at).
+SELECT cv.*,
+       (SELECT min(f.created_at) FROM fabric.memories f
+        WHERE f.org = cv.org AND f.subject = cv.subject AND f.relation = cv.relation) AS first_recorded_at
+FROM unnest(%(subjects)s::text[], %(relations)s::text[]) AS k(subject, relation)
+CROSS JOIN LATERAL fabric_api.current_value(%(org)s, k.subject, k.relation, %(valid_at)s, %(known_at)s) cv
 
 -- name: store_namespaces
 -- The namespaces (subjects) holding items now, below an optional prefix: fabric_api.namespaces.

@@ -68,11 +68,13 @@ def downgrade() -> None:
     op.execute("""
     DO $$ BEGIN
         IF EXISTS (SELECT 1 FROM fabric.decisions WHERE action = 'delete') THEN
-            RAISE EXCEPTION 'decisions with action ''delete'' exist: the previous revision cannot hold them (nothing was changed)';
+            RAISE EXCEPTION 'decisions with action ''delete'' exist: the previous revision cannot hold '
+                            'them (nothing was changed)';
         END IF;
     END $$""")
     op.execute("ALTER TABLE fabric.decisions DROP CONSTRAINT ck_decisions_action")
-    op.execute(f"ALTER TABLE fabric.decisions ADD CONSTRAINT ck_decisions_action CHECK (action IN ({ACTIONS_BEFORE}))")
+    op.execute(f"ALTER TABLE fabric.decisions ADD CONSTRAINT ck_decisions_action "
+               f"CHECK (action IN ({ACTIONS_BEFORE}))")
     op.execute("""
     DROP FUNCTION fabric_api.namespaces(text, text, timestamptz, timestamptz);
     DROP FUNCTION fabric_api.under(text, text);

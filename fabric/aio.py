@@ -299,7 +299,7 @@ class AsyncFabric:
     async def drain(self, org: str | None = "default", timeout: float = 60.0) -> int:
         """Until nothing of `org` (None: of any org) is pending."""
         deadline = time.monotonic() + timeout
-        for delay in calls.backoff(0.005, 0.25):
+        for delay in calls.backoff(0.01, 0.25):
             n = (await self._one(org, "pending_count", {"org": org}))["n"]
             if n == 0:
                 return 0

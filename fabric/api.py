@@ -195,7 +195,8 @@ class Fabric:
                 rows.append((wid, r, job_id))
             jobs.extend((job_ids[o], o, ids) for o, ids in by_org.items())
         orgs = sorted({r.org for r in reqs})
-        try:
+
+        def insert() -> None:
             # One transaction, one round trip (pipeline mode); each org's rows are written with that
             # org set on the connection (row-level security); a known org is not registered again.
             with self._conn() as conn, conn.pipeline(), conn.cursor() as cur:
@@ -205,6 +206,10 @@ class Fabric:
                         cur.execute(q("ensure_org"), {"org": o})
                     cur.executemany(q("insert_write"), [_write_params(wid, r, job_id)
                                                         for wid, r, job_id in rows if r.org == o])
+
+        try:
+            # The write ids are fixed above and the insert skips ids it already holds: safe to retry.
+            db.run_guarded(self.pool, insert, retry=True)
         except TenantAccessDenied as exc:  # raised by _conn when the pipeline syncs: name the org(s)
             raise TenantAccessDenied(", ".join(orgs), exc.detail) from exc
         self._known_orgs.update(orgs)
@@ -217,6 +222,7 @@ class Fabric:
             log.warning("write accepted but not queued", extra={"action": "enqueue_failed", "error": str(exc)})
         return [WriteReceipt(id=wid, org=r.org, enqueued=enqueued) for wid, r, _ in rows]
 
+    @db.guarded(retry=True)
     def wait(self, receipt_or_id: WriteReceipt | uuid.UUID | str, timeout: float = 30.0, *,
              org: str | None = None) -> Placement:
         """Block until the write is placed; return where it went."""
@@ -243,6 +249,7 @@ class Fabric:
             time.sleep(delay)
             delay = min(delay * 1.5, 0.2)
 
+    @db.guarded(retry=True)
     def drain(self, org: str | None = "default", timeout: float = 60.0) -> int:
         """Block until nothing of `org` (None: of any org) is pending. Returns how many were parked meanwhile."""
         deadline = time.monotonic() + timeout
@@ -269,6 +276,7 @@ class Fabric:
                     f"start one with `fabric worker`")
         return f"{len(workers)} worker(s) listening on queue {self.queue.name!r}; they may be busy"
 
+    @db.guarded(retry=True)
     def reconcile(self, *, grace: float | None = None, limit: int = 10000) -> int:
         """Queue again every pending write whose job is lost. Returns how many writes were queued."""
         from workers.reconcile import reconcile
@@ -278,6 +286,7 @@ class Fabric:
 
     # ------------------------------------------------------------------ reads
 
+    @db.guarded(retry=True)
     def search(self, query: str, *, org: str = "default", k: int = 10, valid_at: datetime | None = None,
                known_at: datetime | None = None, include_superseded: bool = False, mode: str = "hybrid",
                context: int = 0, explain: bool = False) -> list[Memory]:
@@ -321,6 +330,7 @@ class Fabric:
             out.append(m)
         return out
 
+    @db.guarded(retry=True)
     def current_value(self, subject: str, relation: str, *, org: str = "default",
                       valid_at: datetime | None = None, known_at: datetime | None = None) -> Memory | None:
         """The value of (subject, relation) valid at `valid_at` as known at `known_at`: no embeddings."""
@@ -336,6 +346,7 @@ class Fabric:
             }).fetchone()
         return Memory.from_row(row) if row else None
 
+    @db.guarded(retry=True)
     def walk(self, root_id: uuid.UUID | str, *, org: str = "default", max_depth: int | None = None,
              include_superseded: bool = False, valid_at: datetime | None = None,
              known_at: datetime | None = None) -> list[Memory]:
@@ -353,6 +364,7 @@ class Fabric:
             }).fetchall()
         return [Memory.from_row(r) for r in rows]
 
+    @db.guarded(retry=True)
     def history(self, memory_id: uuid.UUID | str, *, org: str = "default") -> list[Memory]:
         """The supersession chain through a memory, oldest first."""
         check_org(org)
@@ -362,6 +374,7 @@ class Fabric:
             rows = conn.execute(q("history"), {"org": org, "id": mid}).fetchall()
         return [Memory.from_row(r) for r in rows]
 
+    @db.guarded(retry=True)
     def belief_state(self, *, org: str = "default", valid_at: datetime | None = None,
                      known_at: datetime | None = None) -> list[Memory]:
         """Every memory the store held as valid at `valid_at`, as known at `known_at`."""
@@ -373,6 +386,7 @@ class Fabric:
                 "known_at": aware("known_at", known_at) or now}).fetchall()
         return [Memory.from_row(r) for r in rows]
 
+    @db.guarded(retry=True)
     def get(self, memory_id: uuid.UUID | str, *, org: str = "default") -> Memory:
         """One memory as currently believed."""
         mid = as_uuid("memory_id", memory_id)
@@ -390,6 +404,7 @@ class Fabric:
 
     # ------------------------------------------------------------------ corrections
 
+    @db.guarded(retry=False)
     def retract(self, memory_id: uuid.UUID | str, *, org: str = "default", reason: str) -> uuid.UUID:
         """The store learns a memory was wrong: its transaction time ends now, and what it superseded
         is current again. Queries with `known_at` before now still see the old belief."""
@@ -400,6 +415,7 @@ class Fabric:
         with self._conn(org) as conn:
             return retract_mod.retract(conn, org, mid, reason)
 
+    @db.guarded(retry=False)
     def revert(self, decision_id: uuid.UUID | str, *, org: str | None = None,
                reason: str = "reverted by admin") -> uuid.UUID:
         """Undo a placement as a new logged event (transaction-time history keeps both)."""
@@ -409,6 +425,7 @@ class Fabric:
         with self._conn(org) as conn:
             return revert(conn, self, did, org=org, reason=reason)
 
+    @db.guarded(retry=True)
     def decisions(self, *, org: str = "default", since: datetime | None = None, kind: str | None = None,
                   action: str | None = None, limit: int = 100) -> list[DecisionRecord]:
         """The decision log, newest first."""
@@ -421,6 +438,7 @@ class Fabric:
 
     # ------------------------------------------------------------------ admin (fabric/replay.py, fabric/policy.py)
 
+    @db.guarded(retry=False)
     def replay(self, org: str, root_id: uuid.UUID | str, *, validator: str = "rule",
                apply: bool = False) -> "ReplayReport":
         """Re-run placement over the subtree under `root_id` with `validator` ('rule' | 'llm'), in the
@@ -430,6 +448,7 @@ class Fabric:
 
         return replay(self, org, root_id, validator=validator, apply=apply)
 
+    @db.guarded(retry=False)
     def invalidate_source(self, source: str, *, org: str = "default", at: datetime | None = None) -> int:
         """The system `source` changed: end the valid time at `at` (default now) of every live memory it
         owns, as new versions, logged as one 'invalidate_source' decision. Returns how many ended."""
@@ -441,6 +460,7 @@ class Fabric:
             _, ids = invalidate_source(conn, org, source, at)
         return len(ids)
 
+    @db.guarded(retry=True)
     def stats(self, org: str | None = None) -> dict[str, Any]:
         """Per org: memories live/superseded/retracted, writes by status, decisions by action:kind,
         policy refusals by kind."""
@@ -455,6 +475,7 @@ class Fabric:
             raise UnknownOrg(org)
         return out
 
+    @db.guarded(retry=True)
     def sample_decisions(self, *, org: str = "default", n: int = 20, since: datetime | None = None,
                          kind: str | None = None, action: str | None = None) -> list[DecisionRecord]:
         """A random sample of the decision log for review (e.g. kind='contradiction_fork': the

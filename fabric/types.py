@@ -18,14 +18,30 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+# Python's datetime holds years 1-9999 only. A time whose UTC value falls outside (year 1 at +14:00,
+# 9999-12-31 at -12:00) would be stored but could never be read back; a day of margin either side
+# keeps every session time zone able to show what is stored.
+EARLIEST = datetime(1, 1, 2, tzinfo=timezone.utc)
+LATEST = datetime(9999, 12, 30, tzinfo=timezone.utc)
+
+
 def aware(name: str, value: datetime | None) -> datetime | None:
-    """Refuse naive datetimes: a guess about the timezone is a silent wrong answer."""
+    """Refuse naive datetimes (a guess about the timezone is a silent wrong answer) and times outside
+    the range every reader can represent."""
     if value is None:
         return None
     if not isinstance(value, datetime):
         raise ValidationError(name, f"expected a datetime, got {type(value).__name__}")
-    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+    try:
+        offset = value.utcoffset()
+        in_range = offset is not None and EARLIEST <= value <= LATEST
+    except (OverflowError, ValueError, TypeError) as exc:
+        raise ValidationError(name, f"unusable time zone or time: {exc}") from None
+    if offset is None:
         raise ValidationError(name, "naive datetime; pass a timezone-aware one (e.g. tzinfo=timezone.utc)")
+    if not in_range:
+        raise ValidationError(name, f"{value.isoformat()} is outside the supported range "
+                                    f"({EARLIEST.date()} to {LATEST.date()} UTC)")
     return value
 
 

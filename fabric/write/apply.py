@@ -39,10 +39,26 @@ class PlaceStats:
     raced: int = 0
 
 
-def load_pending(conn: psycopg.Connection, org: str, ids: Sequence[uuid.UUID]) -> list[IncomingWrite]:
-    rows = conn.execute(q("load_pending"), {"org": org, "ids": list(ids)}).fetchall()
+def load_pending(conn: psycopg.Connection, org: str, ids: Sequence[uuid.UUID]
+                 ) -> tuple[list[IncomingWrite], dict[uuid.UUID, str]]:
+    """The pending writes among `ids`, oldest first, and those that cannot be read back (id -> why).
+
+    A row Python cannot represent (a time whose UTC value is outside years 1-9999, accepted before
+    the gate refused it) must not hold up its job-mates: the batch is then read row by row."""
+    try:
+        rows = conn.execute(q("load_pending"), {"org": org, "ids": list(ids)}).fetchall()
+        unreadable: dict[uuid.UUID, str] = {}
+    except psycopg.DataError:
+        conn.rollback()
+        rows, unreadable = [], {}
+        for write_id in ids:
+            try:
+                rows += conn.execute(q("load_pending"), {"org": org, "ids": [write_id]}).fetchall()
+            except psycopg.DataError as exc:
+                conn.rollback()
+                unreadable[write_id] = f"cannot be read back: {exc}"
     conn.commit()
-    return [IncomingWrite(**{**r, "metadata": r["metadata"] or {}}) for r in rows]
+    return [IncomingWrite(**{**r, "metadata": r["metadata"] or {}}) for r in rows], unreadable
 
 
 def gather_candidates(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, *,

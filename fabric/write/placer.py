@@ -9,6 +9,7 @@ from typing import Sequence
 from psycopg_pool import ConnectionPool
 
 from ..config import Settings
+from ..db import is_connection_loss
 from ..embed import Embedder, make_embedder
 from ..errors import FabricError, ValidatorError
 from ..placement.validator import Validator
@@ -40,13 +41,20 @@ class Placer:
         self.validator = validator or make_validator(settings)
 
     def place(self, org: str, write_ids: Sequence[str | uuid.UUID]) -> PlaceStats:
-        """Place the pending writes among `write_ids`; safe to call twice with the same ids."""
+        """Place the pending writes among `write_ids`; safe to call twice with the same ids.
+
+        One write that fails does not hold up the others: a write that cannot be read back or that
+        the validator gives up on is parked at once; any other failure counts an attempt (parked when
+        they run out) and, once the rest are placed, the job raises so RQ's Retry runs it again."""
         ids = [uuid.UUID(str(i)) for i in write_ids]
         stats = PlaceStats()
+        failed: list[str] = []
         with self.pool.connection() as conn:
-            writes = load_pending(conn, org, ids)
+            writes, unreadable = load_pending(conn, org, ids)
+            for write_id, error in unreadable.items():
+                self._park(conn, org, write_id, error, stats)
             if not writes:
-                stats.skipped = len(ids)
+                stats.skipped = len(ids) - len(unreadable)
                 return stats
             vectors = self.embedder.embed([w.content for w in writes])  # one batch for the whole job
             for write, vec in zip(writes, vectors):
@@ -57,16 +65,24 @@ class Placer:
                 except ValidatorError as exc:
                     # The validator's own retries are spent: park the write for an admin, with the error.
                     conn.rollback()
-                    note_failure(conn, org, write.id, f"validator: {exc}", park=True, max_attempts=1)
-                    stats.parked += 1
-                    log.warning("write parked", extra={"action": "park", "write_id": str(write.id),
-                                                       "error": str(exc)})
+                    self._park(conn, org, write.id, f"validator: {exc}", stats)
                 except Exception as exc:
+                    if is_connection_loss(exc):
+                        raise  # not this write's fault: no attempt counted; RQ's Retry runs the job again
                     conn.rollback()
                     status = note_failure(conn, org, write.id, f"{type(exc).__name__}: {exc}", park=False,
                                           max_attempts=self.settings.job_retries + 2)
                     if status == "parked":
                         stats.parked += 1
-                        continue
-                    raise  # RQ's Retry takes it from here
+                    else:
+                        failed.append(f"{write.id}: {type(exc).__name__}: {exc}")
+        if failed:
+            raise FabricError(f"{len(failed)} write(s) of org {org!r} failed and stay pending for a retry: "
+                              + "; ".join(failed[:3]))
         return stats
+
+    @staticmethod
+    def _park(conn, org: str, write_id: uuid.UUID, error: str, stats: PlaceStats) -> None:
+        note_failure(conn, org, write_id, error, park=True, max_attempts=1)
+        stats.parked += 1
+        log.warning("write parked", extra={"action": "park", "write_id": str(write_id), "error": error})

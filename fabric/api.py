@@ -28,7 +28,8 @@ from .errors import (
 )
 from .sql import q
 from .types import (
-    DecisionRecord, Memory, Placement, WriteReceipt, WriteRequest, as_uuid, aware, check_org, utcnow,
+    DecisionRecord, Memory, Placement, WriteReceipt, WriteRequest, as_uuid, aware, check_int, check_optional_text,
+    check_org, check_text, utcnow, write_fields,
 )
 from .write import retract as retract_mod
 
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from .replay import ReplayReport
 
 log = logging.getLogger(__name__)
+
+MAX_WALK_DEPTH = 100_000  # far deeper than any tree; bounds the recursive CTE's guard
 
 
 class Fabric:
@@ -162,10 +165,12 @@ class Fabric:
         """Accept many writes in one transaction and queue them in batched jobs.
 
         Every item is validated first; one bad item refuses the batch, naming it (`items[3].content: ...`)."""
+        if isinstance(items, (str, bytes, Mapping, WriteRequest)) or not isinstance(items, Iterable):
+            raise ValidationError("items", f"expected a list of writes, got {type(items).__name__}")
         reqs = []
         for i, item in enumerate(items):
             try:
-                reqs.append(self._gate(item) if isinstance(item, WriteRequest) else self._request(dict(item)))
+                reqs.append(self._request(write_fields(item)))
             except ValidationError as exc:
                 raise type(exc)(f"items[{i}].{exc.field}", str(exc).split(": ", 1)[1]) from exc
         return self._accept(reqs) if reqs else []
@@ -229,7 +234,7 @@ class Fabric:
         if isinstance(receipt_or_id, WriteReceipt):
             wid, org = receipt_or_id.id, receipt_or_id.org
         else:
-            wid, org = as_uuid("write_id", receipt_or_id), org or "default"
+            wid, org = as_uuid("write_id", receipt_or_id), check_org(org or "default")
         deadline = time.monotonic() + timeout
         delay = 0.005
         while True:
@@ -252,6 +257,8 @@ class Fabric:
     @db.guarded(retry=True)
     def drain(self, org: str | None = "default", timeout: float = 60.0) -> int:
         """Block until nothing of `org` (None: of any org) is pending. Returns how many were parked meanwhile."""
+        if org is not None:
+            check_org(org)
         deadline = time.monotonic() + timeout
         delay = 0.01
         while True:
@@ -302,8 +309,7 @@ class Fabric:
         from .read.search import MODES, branch_context, search as run_search
 
         check_org(org)
-        if not isinstance(query, str) or not query.strip():
-            raise ValidationError("query", "empty")
+        check_text("query", query)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1 or k > 1000:
             raise ValidationError("k", "must be an integer between 1 and 1000")
         if not isinstance(mode, str) or mode not in MODES:
@@ -335,9 +341,8 @@ class Fabric:
                       valid_at: datetime | None = None, known_at: datetime | None = None) -> Memory | None:
         """The value of (subject, relation) valid at `valid_at` as known at `known_at`: no embeddings."""
         check_org(org)
-        for name, v in (("subject", subject), ("relation", relation)):
-            if not isinstance(v, str) or not v.strip():
-                raise ValidationError(name, "must be a non-empty string")
+        check_text("subject", subject)
+        check_text("relation", relation)
         now = utcnow()
         with self._conn(org) as conn:
             row = conn.execute(q("current_value"), {
@@ -353,8 +358,8 @@ class Fabric:
         """The branch under `root_id`, walked through superseded nodes (which are left out unless asked)."""
         check_org(org)
         rid = as_uuid("root_id", root_id)
-        if max_depth is not None and (not isinstance(max_depth, int) or max_depth < 0):
-            raise ValidationError("max_depth", "must be a non-negative integer")
+        if max_depth is not None:
+            check_int("max_depth", max_depth, 0, MAX_WALK_DEPTH)
         now = utcnow()
         with self._conn(org) as conn:
             self._require_memory(conn, org, rid)
@@ -389,6 +394,7 @@ class Fabric:
     @db.guarded(retry=True)
     def get(self, memory_id: uuid.UUID | str, *, org: str = "default") -> Memory:
         """One memory as currently believed."""
+        check_org(org)
         mid = as_uuid("memory_id", memory_id)
         with self._conn(org) as conn:
             self._require_memory(conn, org, mid)
@@ -409,8 +415,9 @@ class Fabric:
         """The store learns a memory was wrong: its transaction time ends now, and what it superseded
         is current again. Queries with `known_at` before now still see the old belief."""
         check_org(org)
-        if not isinstance(reason, str) or not reason.strip():
+        if reason is None or (isinstance(reason, str) and not reason.strip()):
             raise ValidationError("reason", "a retraction needs a reason")
+        check_text("reason", reason)
         mid = as_uuid("memory_id", memory_id)
         with self._conn(org) as conn:
             return retract_mod.retract(conn, org, mid, reason)
@@ -422,6 +429,9 @@ class Fabric:
         from .write.revert import revert
 
         did = as_uuid("decision_id", decision_id)
+        if org is not None:
+            check_org(org)
+        check_text("reason", reason)
         with self._conn(org) as conn:
             return revert(conn, self, did, org=org, reason=reason)
 
@@ -430,6 +440,9 @@ class Fabric:
                   action: str | None = None, limit: int = 100) -> list[DecisionRecord]:
         """The decision log, newest first."""
         check_org(org)
+        check_int("limit", limit, 1, 10000)
+        check_optional_text("kind", kind)
+        check_optional_text("action", action)
         with self._conn(org) as conn:
             rows = conn.execute(q("list_decisions"), {
                 "org": org, "since": aware("since", since), "kind": kind, "action": action, "limit": limit,
@@ -481,8 +494,10 @@ class Fabric:
         """A random sample of the decision log for review (e.g. kind='contradiction_fork': the
         model-driven invalidations seed 001 says to sample)."""
         check_org(org)
-        if not isinstance(n, int) or n < 1 or n > 10000:
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1 or n > 10000:
             raise ValidationError("sample", "must be an integer between 1 and 10000")
+        check_optional_text("kind", kind)
+        check_optional_text("action", action)
         with self._conn(org) as conn:
             rows = conn.execute(q("sample_decisions"), {
                 "org": org, "since": aware("since", since), "kind": kind, "action": action, "limit": n,

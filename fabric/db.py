@@ -149,6 +149,8 @@ def migrate(url: str, *, revision: str = "head", embedding_dim: int = 384, downg
             ensure_pgvector(conn)
     except psycopg.OperationalError as exc:
         raise DatabaseError(f"cannot connect to PostgreSQL: {exc}") from exc
+    if not downgrade and revision == "head" and schema_revision(url) == head_revision():
+        return  # nothing to do; and a service role may not take the migration lock (migration 0007)
     engine = sqlalchemy_engine(url)
     try:
         with engine.begin() as conn:
@@ -160,6 +162,12 @@ def migrate(url: str, *, revision: str = "head", embedding_dim: int = 384, downg
                 command.upgrade(cfg, revision)
     finally:
         engine.dispose()
+
+
+def head_revision() -> str | None:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
 def schema_revision(url: str) -> str | None:

@@ -31,7 +31,7 @@ import redis
 from .config import Settings
 from .errors import PolicyRefused, ValidationError
 from .sql import q
-from .types import LATEST, WriteRequest, aware
+from .types import LATEST, WriteRequest, aware, check_text
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +118,7 @@ def invalidate_source(conn: psycopg.Connection, org: str, source: str, at: datet
     when nothing was live from that source."""
     from .write.retract import log_event
 
-    if not isinstance(source, str) or not source.strip():
-        raise ValidationError("source", "must be a non-empty string")
+    check_text("source", source)
     at = aware("at", at)
     with conn.transaction():
         conn.execute(q("lock_org"), {"org": org})

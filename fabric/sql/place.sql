@@ -7,7 +7,8 @@ ORDER BY received_at, id
 
 -- name: lock_write
 -- Claim one write for this transaction; a second runner of the same job sees it settled.
-SELECT status FROM fabric.writes WHERE org = %(org)s AND id = %(id)s FOR UPDATE
+-- now: the transaction time of what its placement writes (read once the locks are held).
+SELECT status, clock_timestamp() AS now FROM fabric.writes WHERE org = %(org)s AND id = %(id)s FOR UPDATE
 
 -- name: lock_org
 -- The whole org, until the transaction ends (retract, revert, replay, source invalidation): waits for

@@ -13,7 +13,7 @@ from ..db import is_connection_loss
 from ..embed import Embedder, make_embedder
 from ..errors import FabricError, ValidatorError
 from ..placement.validator import Validator
-from .apply import PlaceStats, load_pending, note_failure, place_one
+from .apply import PlaceStats, load_pending, note_failure, place_locked, place_one
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,8 @@ class Placer:
 
         One write that fails does not hold up the others: a write that cannot be read back or that
         the validator gives up on is parked at once; any other failure counts an attempt (parked when
-        they run out) and, once the rest are placed, the job raises so RQ's Retry runs it again."""
+        they run out) and, once the rest are placed, the job raises so RQ's Retry runs it again.
+        Connection loss is nobody's fault: it counts no attempt, and RQ's Retry runs the job again."""
         ids = [uuid.UUID(str(i)) for i in write_ids]
         stats = PlaceStats()
         failed: list[str] = []
@@ -57,25 +58,33 @@ class Placer:
                 stats.skipped = len(ids) - len(unreadable)
                 return stats
             vectors = self.embedder.embed([w.content for w in writes])  # one batch for the whole job
-            for write, vec in zip(writes, vectors):
-                try:
-                    place_one(conn, write, vec, self.validator, k=self.settings.neighbours_k,
-                              near_similarity=self.settings.near_similarity, ef_search=self.settings.ef_search,
-                              stats=stats)
-                except ValidatorError as exc:
+            tuning = dict(k=self.settings.neighbours_k, near_similarity=self.settings.near_similarity,
+                          ef_search=self.settings.ef_search, stats=stats)
+            if self.validator.model is None:
+                # No model to wait for (the rules decide in microseconds): decide under the org lock, in chunks.
+                errors = place_locked(conn, writes, vectors, self.validator, **tuning)
+            else:
+                # A model call may take seconds: decide each write outside the lock (optimistic).
+                errors = {}
+                for write, vec in zip(writes, vectors):
+                    try:
+                        place_one(conn, write, vec, self.validator, **tuning)
+                    except Exception as exc:
+                        if is_connection_loss(exc):
+                            raise
+                        conn.rollback()
+                        errors[write.id] = exc
+            for write_id, exc in errors.items():
+                if isinstance(exc, ValidatorError):
                     # The validator's own retries are spent: park the write for an admin, with the error.
-                    conn.rollback()
-                    self._park(conn, org, write.id, f"validator: {exc}", stats)
-                except Exception as exc:
-                    if is_connection_loss(exc):
-                        raise  # not this write's fault: no attempt counted; RQ's Retry runs the job again
-                    conn.rollback()
-                    status = note_failure(conn, org, write.id, f"{type(exc).__name__}: {exc}", park=False,
-                                          max_attempts=self.settings.job_retries + 2)
-                    if status == "parked":
-                        stats.parked += 1
-                    else:
-                        failed.append(f"{write.id}: {type(exc).__name__}: {exc}")
+                    self._park(conn, org, write_id, f"validator: {exc}", stats)
+                    continue
+                status = note_failure(conn, org, write_id, f"{type(exc).__name__}: {exc}", park=False,
+                                      max_attempts=self.settings.job_retries + 2)
+                if status == "parked":
+                    stats.parked += 1
+                else:
+                    failed.append(f"{write_id}: {type(exc).__name__}: {exc}")
         if failed:
             raise FabricError(f"{len(failed)} write(s) of org {org!r} failed and stay pending for a retry: "
                               + "; ".join(failed[:3]))

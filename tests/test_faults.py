@@ -10,7 +10,6 @@ import signal
 import subprocess
 import tempfile
 import time
-import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -95,19 +94,6 @@ def private_redis():
     yield r
     if r.proc and r.proc.poll() is None:
         r.kill()
-
-
-@pytest.fixture
-def queue_name() -> str:
-    return f"fabric-f-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
-def bare(database_url, redis_url, queue_name):
-    """A Fabric on a queue of its own with no worker: the test starts the workers."""
-    f = Fabric.connect(database_url, redis_url, run_worker=False, queue_name=queue_name, auto_migrate=False)
-    yield f
-    f.close()
 
 
 # --------------------------------------------------------------- a job stranded between dequeue and start

@@ -46,15 +46,14 @@ def test_service_role_cannot_call_advisory_locks_directly(service, call):
 def test_lock_function_takes_only_the_org_the_role_acts_for(service, database_url):
     a, b = service["a"], service["b"]
     with connect_as(service, a) as conn:
-        conn.execute("SELECT fabric.lock_placement(%s)", (a,))  # its own org, whole
-        conn.execute("SELECT fabric.lock_placement(%s, ARRAY['k1', 'k2'])", (a,))
+        conn.execute("SELECT fabric.lock_placement(%s)", (a,))  # its own org
         conn.rollback()
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="may not take placement locks"):
             conn.execute("SELECT fabric.lock_placement(%s)", (b,))
         conn.rollback()
     with connect_as(service, b) as conn:  # setting fabric.org to an org it was not granted does not help
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute("SELECT fabric.lock_placement(%s, ARRAY['k'])", (b,))
+            conn.execute("SELECT fabric.lock_placement(%s)", (b,))
 
 
 def test_holding_its_own_org_lock_does_not_stall_another_org(service, fab):

@@ -11,14 +11,9 @@ ORDER BY received_at, id
 SELECT status, clock_timestamp() AS now FROM fabric.writes WHERE org = %(org)s AND id = %(id)s FOR UPDATE
 
 -- name: lock_org
--- The whole org, until the transaction ends (retract, revert, replay, source invalidation): waits for
--- every placement in flight there. A service role may lock only its own org (migration 0007).
+-- Changes to one org's tree apply one at a time (placements in chunks of a few ms; retract, revert,
+-- replay, source invalidation). A service role may lock only its own org (migration 0007).
 SELECT fabric.lock_placement(%(org)s)
-
--- name: lock_keys
--- What one placement depends on (its key, its candidates), until the transaction ends; the org only
--- shared, so placements touching different keys and candidates apply side by side.
-SELECT fabric.lock_placement(%(org)s, %(keys)s::text[])
 
 -- name: clock
 -- Transaction time for everything this placement writes, read after the lock is held.

@@ -5,17 +5,14 @@ Before: placements, retractions, reverts and source invalidations serialised on
 take, so a service role granted org A could stall org B's writes by holding B's lock.
 
 Now:
-* `fabric.lock_placement(org, keys)` takes fabric's locks. keys NULL: the whole org, exclusively (a
-  retraction, revert, replay or source invalidation). keys given: the org shared, then each key
-  exclusively, in a fixed order (no deadlock between two placements): placements that touch different
-  keys and candidates run side by side, and an org-wide operation still waits for all of them. It runs
-  as its owner (SECURITY DEFINER) and refuses a service role any org but the one it acts for
-  (`fabric.org`, granted in `fabric.tenant_grants`), with SQLSTATE 42501.
-* The advisory-lock functions are no longer executable by PUBLIC in this database (only by the
-  migrating role, which owns fabric's tables), so the function above is the only way a service role
-  can take one. This needs a superuser to migrate (the embedded default and docker-compose's Postgres
-  do); otherwise the revoke is skipped with a NOTICE and the README's tenancy section says what that
-  leaves open.
+* `fabric.lock_placement(org)` takes the org's placement lock until the transaction ends. It runs as its
+  owner (SECURITY DEFINER) and refuses a service role any org but the one it acts for (`fabric.org`,
+  granted in `fabric.tenant_grants`), with SQLSTATE 42501.
+* The advisory-lock functions are no longer executable by PUBLIC in this database (a superuser, as the
+  owner of fabric's tables and workers usually are in the embedded default and docker-compose, is not
+  bound by that), so the function above is the only way a service role can take one. Revoking needs a
+  superuser to migrate; otherwise it is skipped with a NOTICE and the README's tenancy section says
+  what that leaves open.
 
 Revision ID: 0007
 Revises: 0003
@@ -35,12 +32,11 @@ ADVISORY = "SELECT p.oid::regprocedure AS f FROM pg_catalog.pg_proc p WHERE p.pr
 
 def upgrade() -> None:
     op.execute("""
-    CREATE FUNCTION fabric.lock_placement(p_org text, p_keys text[] DEFAULT NULL) RETURNS void
+    CREATE FUNCTION fabric.lock_placement(p_org text) RETURNS void
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     DECLARE
         -- The role the session acts as (SECURITY DEFINER changes current_user, not this).
         caller text := coalesce(nullif(current_setting('role'), 'none'), session_user::text);
-        lock_key bigint;
     BEGIN
         -- Bound like fabric.sees_all_orgs(): a member of fabric_service that row-level security
         -- applies to (pg_has_role is true for a superuser whatever its grants).
@@ -52,23 +48,14 @@ def upgrade() -> None:
             RAISE EXCEPTION 'role % may not take placement locks of org %', caller, p_org
                 USING ERRCODE = 'insufficient_privilege';
         END IF;
-        IF p_keys IS NULL THEN
-            PERFORM pg_advisory_xact_lock(hashtextextended('fabric.place:' || p_org, 0));
-            RETURN;
-        END IF;
-        PERFORM pg_advisory_xact_lock_shared(hashtextextended('fabric.place:' || p_org, 0));
-        FOR lock_key IN
-            SELECT DISTINCT hashtextextended('fabric.place:' || p_org || ':' || k, 0) FROM unnest(p_keys) k ORDER BY 1
-        LOOP
-            PERFORM pg_advisory_xact_lock(lock_key);
-        END LOOP;
+        PERFORM pg_advisory_xact_lock(hashtextextended('fabric.place:' || p_org, 0));
     END
     $$;
-    COMMENT ON FUNCTION fabric.lock_placement(text, text[]) IS
-        'Take fabric''s placement locks until the transaction ends: the whole org (keys NULL) or the org '
-        'shared plus each key. A service role may take them only for the org it acts for.';
-    REVOKE ALL ON FUNCTION fabric.lock_placement(text, text[]) FROM PUBLIC;
-    GRANT EXECUTE ON FUNCTION fabric.lock_placement(text, text[]) TO fabric_service;
+    COMMENT ON FUNCTION fabric.lock_placement(text) IS
+        'Take the org''s placement lock until the transaction ends (placements, retractions, reverts, '
+        'replays and source invalidations serialise on it). A service role may take only its own org''s.';
+    REVOKE ALL ON FUNCTION fabric.lock_placement(text) FROM PUBLIC;
+    GRANT EXECUTE ON FUNCTION fabric.lock_placement(text) TO fabric_service;
     """)
     op.execute(f"""
     DO $$
@@ -99,5 +86,5 @@ def downgrade() -> None:
         END IF;
     END
     $$;
-    DROP FUNCTION fabric.lock_placement(text, text[]);
+    DROP FUNCTION fabric.lock_placement(text);
     """)

@@ -18,6 +18,7 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
+from .. import metrics
 from ..db import is_connection_loss
 from ..errors import FabricError
 from ..placement.intervals import ChainMember, Revision, plan_insert
@@ -136,12 +137,28 @@ def decide(write: IncomingWrite, cands: Sequence[Candidate], validator: Validato
            near_similarity: float) -> Decision:
     gated = pregate(write, cands, near_similarity=near_similarity)
     if gated is not None:
-        return gated
+        return keep_keys_apart(write, gated, cands)
     started = time.perf_counter()
     decision = validator.decide(write, cands)
     if decision.latency_ms is None:
         decision = decision.with_cost(latency_ms=(time.perf_counter() - started) * 1000)
-    return check_decision(decision, cands)
+    decision = keep_keys_apart(write, check_decision(decision, cands), cands)
+    metrics.decided(decision)
+    return decision
+
+
+def keep_keys_apart(write: IncomingWrite, decision: Decision, cands: Sequence[Candidate]) -> Decision:
+    """A keyed write states another fact than a memory under another key, however alike their texts
+    (a LangGraph store writes the same text under many keys): it is neither that memory's duplicate
+    nor its correction, whichever validator said so. It starts a branch of its own."""
+    if not write.keyed or decision.kind not in ("duplicate", "contradiction_fork"):
+        return decision
+    target = next((c for c in cands if c.id == decision.target_id), None)
+    if target is None or target.subject is None or target.key_match:
+        return decision
+    return replace(decision, kind="new_branch", target_id=None,
+                   reason=f"{decision.reason}; but that memory is under another key "
+                          f"({target.subject}, {target.relation}): another fact")
 
 
 def place_one(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, validator: Validator, *,
@@ -230,6 +247,7 @@ def _place_chunk(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embe
         conn.execute(q("lock_org"), {"org": writes[0].org})
         gathered = gather_batch(conn, writes, embeddings, k=k, ef_search=ef_search)
         for write, vec, g in zip(writes, embeddings, gathered):
+            started = time.perf_counter()
             try:
                 with conn.transaction():  # a savepoint: one failing write does not undo its job-mates
                     row = conn.execute(q("lock_write"), {"org": write.org, "id": write.id}).fetchone()
@@ -247,6 +265,7 @@ def _place_chunk(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embe
                     raise
                 failed[write.id] = exc
                 continue
+            metrics.placement_done(decision.kind, decision.validator, time.perf_counter() - started)
             if plan is None:
                 stats.duplicates += 1
                 continue

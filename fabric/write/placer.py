@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from typing import Sequence
 
 from psycopg_pool import ConnectionPool
 
+from .. import metrics
 from ..config import Settings
 from ..db import is_connection_loss
 from ..embed import Embedder, make_embedder
@@ -57,7 +59,9 @@ class Placer:
             if not writes:
                 stats.skipped = len(ids) - len(unreadable)
                 return stats
+            started = time.perf_counter()
             vectors = self.embedder.embed([w.content for w in writes])  # one batch for the whole job
+            metrics.embedded(len(writes), time.perf_counter() - started)
             tuning = dict(k=self.settings.neighbours_k, near_similarity=self.settings.near_similarity,
                           ef_search=self.settings.ef_search, stats=stats)
             if self.validator.model is None:
@@ -67,22 +71,27 @@ class Placer:
                 # A model call may take seconds: decide each write outside the lock (optimistic).
                 errors = {}
                 for write, vec in zip(writes, vectors):
+                    started = time.perf_counter()
                     try:
-                        place_one(conn, write, vec, self.validator, **tuning)
+                        placed = place_one(conn, write, vec, self.validator, **tuning)
                     except Exception as exc:
                         if is_connection_loss(exc):
                             raise
                         conn.rollback()
                         errors[write.id] = exc
+                        continue
+                    if placed is not None:
+                        metrics.placement_done(placed.decision, placed.validator, time.perf_counter() - started)
             for write_id, exc in errors.items():
                 if isinstance(exc, ValidatorError):
                     # The validator's own retries are spent: park the write for an admin, with the error.
-                    self._park(conn, org, write_id, f"validator: {exc}", stats)
+                    self._park(conn, org, write_id, f"validator: {exc}", stats, validator=self.validator.name)
                     continue
                 status = note_failure(conn, org, write_id, f"{type(exc).__name__}: {exc}", park=False,
                                       max_attempts=self.settings.job_retries + 2)
                 if status == "parked":
                     stats.parked += 1
+                    metrics.write_parked(None)
                 else:
                     failed.append(f"{write_id}: {type(exc).__name__}: {exc}")
         if failed:
@@ -91,7 +100,9 @@ class Placer:
         return stats
 
     @staticmethod
-    def _park(conn, org: str, write_id: uuid.UUID, error: str, stats: PlaceStats) -> None:
+    def _park(conn, org: str, write_id: uuid.UUID, error: str, stats: PlaceStats, *,
+              validator: str | None = None) -> None:
         note_failure(conn, org, write_id, error, park=True, max_attempts=1)
         stats.parked += 1
+        metrics.write_parked(validator)
         log.warning("write parked", extra={"action": "park", "write_id": str(write_id), "error": error})

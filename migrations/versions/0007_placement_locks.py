@@ -15,14 +15,14 @@ Now:
   what that leaves open.
 
 Revision ID: 0007
-Revises: 0003
+Revises: 0006
 Create Date: 2026-11-30
 """
 
 from alembic import op
 
 revision = "0007"
-down_revision = "0003"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 

@@ -304,12 +304,13 @@ class Fabric:
         if not isinstance(explain, bool):
             raise ValidationError("explain", "must be True or False")
         now = utcnow()
+        current = valid_at is None and known_at is None   # the current state: its own index
         valid_at, known_at = aware("valid_at", valid_at) or now, aware("known_at", known_at) or now
         vec = None if mode == "lexical" else self.embedder.embed([query])[0]
         with self._conn(org) as conn:
             rows = run_search(conn, org=org, text=query, vector=vec, mode=mode, k=k, valid_at=valid_at,
                               known_at=known_at, include_superseded=include_superseded,
-                              ef_search=self.settings.ef_search)
+                              ef_search=self.settings.ef_search, current=current)
             near = branch_context(conn, org=org, ids=[r["id"] for r in rows], n=context, valid_at=valid_at,
                                   known_at=known_at, include_superseded=include_superseded) if context else {}
         out = []

@@ -163,6 +163,22 @@ def build_metadata(dim: int = 384) -> MetaData:
         comment="Which orgs each service role (a member of fabric_service) may act for; "
                 "`fabric roles grant/revoke`.",
     )
+
+    # Migration 0004: the embeddings current-state search walks (kept by triggers on memory_versions).
+    Table(
+        "current_embeddings", md,
+        Column("org", Text, nullable=False),
+        Column("memory_id", Uuid, nullable=False),
+        Column("embedding", Vector(dim), nullable=False),
+        PrimaryKeyConstraint("org", "memory_id"),
+        ForeignKeyConstraint(["org", "memory_id"], ["fabric.memories.org", "fabric.memories.id"]),
+        Index("ix_current_embeddings_embedding_hnsw", "embedding", postgresql_using="hnsw",
+              postgresql_with={"m": 16, "ef_construction": 64},
+              postgresql_ops={"embedding": "vector_cosine_ops"}),
+        comment="The embeddings of the memories that can hold now (believed, and not superseded with their "
+                "valid time ended), kept by triggers on fabric.memory_versions: current-state search walks "
+                "this HNSW index only. Time-travel reads use fabric.memories.",
+    )
     return md
 
 

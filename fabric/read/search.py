@@ -1,13 +1,22 @@
 """Retrieval: vector, lexical and hybrid search, each in one SQL statement, and branch context.
 
-Dilution. pgvector's HNSW scan (0.6.x) visits `hnsw.ef_search` candidates and only then applies
-the WHERE clause, so a filtered index scan can return fewer rows than asked, or miss the best row
-that qualifies. The vector leg runs the index scan first; when it returns enough rows that qualify
-they are the best that qualify (up to the index's approximation), and when it returns fewer, the
-same statement runs an exact scan over the qualifying rows instead. The lexical leg has no such
+Two indexes. A current-state read (no valid_at / known_at asked, or live_only) searches
+fabric.current_embeddings, whose HNSW graph holds only memories that can be current (migration
+0004); a time-travel read searches every memory's embedding in fabric.memories.
+
+Dilution. An HNSW scan visits `hnsw.ef_search` candidates and the WHERE clause (tenant, time)
+applies after it. With pgvector >= 0.8 the scan is iterative (`hnsw.iterative_scan`): it goes on
+until enough rows pass the filter. With an older pgvector (a server reached through DATABASE_URL;
+there, setting `hnsw.iterative_scan` is an error), or when the iterative scan gives up
+(`hnsw.max_scan_tuples`), the index scan returns fewer rows than asked and the same statement runs
+an exact scan over the qualifying rows instead. The lexical leg has no such
 hole: each term's postings come from the GIN index and pass the time filter (fabric_api.holds)
 before anything is counted, ranked or cut, and its term statistics are those of the memories
 that hold, so memories that do not qualify can neither take a slot nor skew a weight.
+
+The candidate list grows with the graph: `ef_search` is a floor, scaled by
+(vectors / 100k) ** 0.6 past 100k vectors in the index searched (100 -> ~400 at 1M), the recall
+measured by `fabric bench scale` (docs/performance.md).
 
 Lexical scoring. A memory's lexical score is BM25's idf summed over the query terms it contains
 (its lexemes, normalised as `search_text` is, and adjacent pairs of them as phrases), with binary
@@ -28,11 +37,13 @@ from __future__ import annotations
 
 import re
 import uuid
+import weakref
 from datetime import datetime
 from typing import Any, Iterable
 
 import numpy as np
 import psycopg
+from psycopg.rows import tuple_row
 
 from ..sql import q
 
@@ -41,6 +52,10 @@ RRF_K = 60          # the usual reciprocal rank fusion constant
 HYBRID_POOL = 50    # rows taken from each leg before fusion (at least k)
 DF_CAP = 100        # a term in this many of the memories that hold, or more, carries no weight
 CONTEXT_SLACK = 8   # superseded nodes a context walk may pass through beyond n hops
+ITERATIVE_SCAN_SINCE = (0, 8)   # the pgvector release that added hnsw.iterative_scan
+# The HNSW index each kind of read searches (its size sets the candidate list).
+CURRENT_INDEX = "fabric.ix_current_embeddings_embedding_hnsw"
+ALL_INDEX = "fabric.ix_memories_embedding_hnsw"
 
 SEARCH_SQL = q("search")
 VECTOR_SQL = q("search_vector")
@@ -74,10 +89,12 @@ def named_words(text: str) -> str:
 
 def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, k: int, valid_at: datetime,
                   known_at: datetime, include_superseded: bool = False, live_only: bool = False,
-                  pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP, names: bool = True
-                  ) -> dict[str, Any]:
+                  pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP, names: bool = True,
+                  current: bool = False) -> dict[str, Any]:
     """The `search` statement's parameters. `pool` (rows per leg) defaults to k in vector mode (the plain
-    k-nearest search) and to max(k, HYBRID_POOL) otherwise."""
+    k-nearest search) and to max(k, HYBRID_POOL) otherwise. `current`: valid_at and known_at are now
+    (the caller asked for neither), so the vector leg may search fabric.current_embeddings; live_only
+    implies it."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     if mode != "lexical" and vector is None:
@@ -87,7 +104,8 @@ def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, 
     return {"org": org, "q": vector if mode != "lexical" else None, "query": text or "",
             "names": named_words(text or "") if names else "", "valid_at": valid_at, "known_at": known_at,
             "include_superseded": include_superseded, "live_only": live_only, "mode": mode, "k": k,
-            "pool": max(pool, k), "rrf_k": rrf_k, "df_cap": df_cap}
+            "pool": max(pool, k), "rrf_k": rrf_k, "df_cap": df_cap,
+            "current": (current and not include_superseded) or live_only}
 
 
 def statement_for(mode: str) -> str:
@@ -95,34 +113,68 @@ def statement_for(mode: str) -> str:
     return VECTOR_SQL if mode == "vector" else SEARCH_SQL
 
 
-def session_settings(*, ef_search: int) -> list[tuple[str, tuple[Any, ...]]]:
-    """Transaction-local settings a search runs with: the HNSW candidate list; no JIT (compiling a plan
-    costs more than running a search); and a plan made for the actual parameters every time: a
-    generic plan of `search_vector` (which psycopg's automatic preparation lets the server pick after
-    a few runs) was measured at ~370 ms against ~17 ms for the custom one at 100k memories -- planned
-    for an unknown k, it joins through sequential scans."""
+_SETTINGS_SQL = """
+SELECT set_config('hnsw.ef_search',
+                  greatest(%(ef)s, least(1000, round(%(ef)s * power(greatest(i.reltuples, 0) / 100000.0, 0.6))))
+                  ::int::text, true),
+       set_config('jit', 'off', true),
+       set_config('plan_cache_mode', 'force_custom_plan', true),
+       set_config('max_parallel_workers_per_gather', '0', true)
+FROM (SELECT coalesce((SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(index)s)), 0) AS reltuples) i"""
+_ITERATIVE_SQL = "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+
+_pgvector_versions: "weakref.WeakKeyDictionary[psycopg.Connection, tuple[int, ...]]" = weakref.WeakKeyDictionary()
+
+
+def pgvector_version(conn: psycopg.Connection) -> tuple[int, ...]:
+    """The installed pgvector extension's version, read once per connection."""
+    version = _pgvector_versions.get(conn)
+    if version is None:
+        row = conn.cursor(row_factory=tuple_row).execute(
+            "SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        version = tuple(int(part) for part in re.findall(r"\d+", row[0])) if row else ()
+        _pgvector_versions[conn] = version
+    return version
+
+
+def session_settings(*, ef_search: int, iterative: bool = False, index: str = ALL_INDEX
+                     ) -> list[tuple[str, Any]]:
+    """Transaction-local settings a search runs with: the HNSW candidate list (ef_search, scaled up
+    with the size of `index`); an iterative index scan when pgvector has one (`iterative`: see
+    pgvector_version); no JIT (compiling a plan costs more than running a search); and a plan made for
+    the actual parameters every time: a generic plan of `search_vector` (which psycopg's automatic
+    preparation lets the server pick after a few runs) was measured at ~370 ms against ~17 ms for the
+    custom one at 100k memories -- planned for an unknown k, it joins through sequential scans."""
     # No parallel workers: the exact-scan branch would start them on every query even when its
     # one-time filter skips it (~18 ms at 1M; docs/performance.md).
-    return [("SELECT set_config('hnsw.ef_search', %s, true), set_config('jit', 'off', true), "
-             "set_config('plan_cache_mode', 'force_custom_plan', true), "
-             "set_config('max_parallel_workers_per_gather', '0', true)", (str(ef_search),))]
+    settings: list[tuple[str, Any]] = [(_SETTINGS_SQL, {"ef": ef_search, "index": index})]
+    if iterative:
+        # relaxed_order: the statements re-sort the rows by distance themselves.
+        settings.append((_ITERATIVE_SQL, None))
+    return settings
 
 
 def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray | None, mode: str, k: int,
            valid_at: datetime, known_at: datetime, include_superseded: bool = False, live_only: bool = False,
            ef_search: int = 100, pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP,
-           names: bool = True) -> list[dict[str, Any]]:
+           names: bool = True, current: bool = False) -> list[dict[str, Any]]:
     """One round trip: the settings and the mode's statement, sent together in a pipeline.
+    `current`: the caller asked for neither valid_at nor known_at (both are now).
 
     Rows carry the memory's columns plus `score`, `vector_rank`, `lexical_rank` and `named_matches`."""
     params = search_params(org=org, text=text, vector=vector, mode=mode, k=k, valid_at=valid_at,
                            known_at=known_at, include_superseded=include_superseded, live_only=live_only,
-                           pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names)
-    # The fused modes fill a pool of `pool` rows from the vector leg; after the org and time filter
-    # ~40% of a shared graph's candidates qualify, so visit 8x the pool or the exact fallback runs on
-    # every query of a large org (measured at 100k: p50 433 -> 69 ms; docs/performance.md, proposal 1).
-    ef = max(ef_search, params["pool"]) if mode == "vector" else min(1000, max(ef_search, 8 * params["pool"]))
-    settings = session_settings(ef_search=ef)
+                           pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names, current=current)
+    iterative = pgvector_version(conn) >= ITERATIVE_SCAN_SINCE
+    if mode == "vector" or iterative:
+        ef = max(ef_search, params["pool"])
+    else:
+        # Without iterative scans the fused modes fill a pool of `pool` rows after the org and time
+        # filter, which keeps ~40% of a shared graph's candidates: visit 8x the pool or the exact
+        # fallback runs on every query of a large org (measured at 100k: p50 433 -> 69 ms).
+        ef = min(1000, max(ef_search, 8 * params["pool"]))
+    settings = session_settings(ef_search=ef, iterative=iterative,
+                                index=CURRENT_INDEX if params["current"] else ALL_INDEX)
     if psycopg.Pipeline.is_supported():
         with conn.pipeline():
             for stmt, args in settings:
@@ -140,12 +192,12 @@ def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray 
 
 def vector_search(conn: psycopg.Connection, *, org: str, query: np.ndarray, k: int, valid_at: datetime,
                   known_at: datetime, include_superseded: bool = False, live_only: bool = False,
-                  ef_search: int = 100) -> list[dict[str, Any]]:
+                  ef_search: int = 100, current: bool = False) -> list[dict[str, Any]]:
     """The k memories nearest to `query` that hold at (valid_at, known_at); score = cosine similarity.
     Never fewer than k when k qualify (the exact scan backs the index scan)."""
     return search(conn, org=org, text="", vector=query, mode="vector", k=k, valid_at=valid_at,
                   known_at=known_at, include_superseded=include_superseded, live_only=live_only,
-                  ef_search=ef_search)
+                  ef_search=ef_search, current=current)
 
 
 def branch_context(conn: psycopg.Connection, *, org: str, ids: Iterable[uuid.UUID], n: int, valid_at: datetime,

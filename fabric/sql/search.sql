@@ -9,7 +9,8 @@
 -- leg's term statistics, too, are those of the memories that hold.
 -- Parameters: org, q (the query's embedding; NULL in lexical mode), query (its text), names (the
 -- words it capitalises, found by fabric/read/search.py), valid_at, known_at, include_superseded,
--- live_only (only memories currently believed and live), mode, k, pool (rows per leg), rrf_k, df_cap.
+-- live_only (only memories currently believed and live), mode, k, pool (rows per leg), rrf_k, df_cap,
+-- current (a current-state read: the vector leg searches fabric.current_embeddings).
 -- The vector leg is the one in search_vector (keep the two in step).
 WITH
 -- ---------------------------------------------------------------- lexical leg
@@ -70,33 +71,46 @@ lex_leg AS (   -- every memory here holds: rank them all, then cut
     LIMIT %(pool)s
 ),
 -- ---------------------------------------------------------------- vector leg
-ann AS MATERIALIZED (   -- the HNSW index scan; its WHERE applies after the scan, so it may come up short
-    SELECT m.id, m.embedding <=> %(q)s::vector AS distance, m.search_text
-    FROM fabric.memories m
-    JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-    WHERE m.org = %(org)s AND %(mode)s = 'hybrid'
-      AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                           %(valid_at)s, %(known_at)s, %(include_superseded)s)
-      AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
-    ORDER BY m.embedding <=> %(q)s::vector
-    LIMIT %(pool)s
+ann AS MATERIALIZED (   -- the HNSW index scan (see search_vector); may come up short
+    (SELECT c.memory_id AS id, c.embedding <=> %(q)s::vector AS distance
+     FROM fabric.current_embeddings c
+     JOIN fabric.memory_versions v ON v.org = c.org AND v.memory_id = c.memory_id
+     WHERE %(current)s AND %(mode)s = 'hybrid' AND c.org = %(org)s
+       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
+       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+     ORDER BY c.embedding <=> %(q)s::vector
+     LIMIT %(pool)s)
+  UNION ALL
+    (SELECT m.id, m.embedding <=> %(q)s::vector AS distance
+     FROM fabric.memories m
+     JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+     WHERE NOT %(current)s AND %(mode)s = 'hybrid' AND m.org = %(org)s
+       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
+       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+     ORDER BY m.embedding <=> %(q)s::vector
+     LIMIT %(pool)s)
 ),
 qualifying AS MATERIALIZED (   -- the exact scan, run only when the index scan came up short
-    SELECT m.id, m.embedding <=> %(q)s::vector AS distance, m.search_text
+    SELECT m.id, m.embedding <=> %(q)s::vector AS distance
     FROM fabric.memories m
     JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
     WHERE m.org = %(org)s AND %(mode)s = 'hybrid'
       AND (SELECT count(*) FROM ann) < %(pool)s
+      AND (NOT %(current)s OR EXISTS (SELECT 1 FROM fabric.current_embeddings c
+                                      WHERE c.org = m.org AND c.memory_id = m.id))
       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
 ),
 vec_leg AS (
-    SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS vec_rank,
-           (SELECT count(*) FROM named n WHERE s.search_text @@ n.tq) AS names
-    FROM (SELECT id, distance, search_text FROM ann WHERE (SELECT count(*) FROM ann) >= %(pool)s
+    SELECT s.id, s.distance, row_number() OVER (ORDER BY s.distance, s.id) AS vec_rank,
+           (SELECT count(*) FROM named n WHERE m.search_text @@ n.tq) AS names
+    FROM (SELECT id, distance FROM ann WHERE (SELECT count(*) FROM ann) >= %(pool)s
           UNION ALL
-          (SELECT id, distance, search_text FROM qualifying ORDER BY distance, id LIMIT %(pool)s)) s
+          (SELECT id, distance FROM qualifying ORDER BY distance, id LIMIT %(pool)s)) s
+    JOIN fabric.memories m ON m.org = %(org)s AND m.id = s.id
 ),
 -- ---------------------------------------------------------------- fusion
 scored AS (   -- named terms matched (counted by whichever leg found the memory) first, then RRF
@@ -127,20 +141,34 @@ ORDER BY t.score DESC, t.vec_rank, t.id
 
 -- name: search_vector
 -- Vector retrieval: the k memories nearest to the query that hold at (valid_at, known_at).
--- The HNSW index scan runs first; when it returns fewer than k rows that qualify (its WHERE applies
--- after the scan), the exact scan over every qualifying memory answers instead. score = cosine
--- similarity. Parameters as in `search` (k = pool here).
+-- A current-state read (current: no valid_at / known_at asked, or live_only) walks the HNSW index of
+-- fabric.current_embeddings, which holds only what can be current; a time-travel read walks the index
+-- of every memory, fabric.memories. With pgvector >= 0.8 the scan is iterative (fabric/read/search.py
+-- sets hnsw.iterative_scan): it keeps going until k rows pass the WHERE. With an older pgvector, or when
+-- the iterative scan gives up, it returns fewer than k rows that qualify and the exact scan over every
+-- qualifying memory answers instead. score = cosine similarity. Parameters as in `search` (k = pool),
+-- plus current.
 WITH
-ann AS MATERIALIZED (   -- the index scan
-    SELECT m.id, m.embedding <=> %(q)s::vector AS distance
-    FROM fabric.memories m
-    JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-    WHERE m.org = %(org)s
-      AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                           %(valid_at)s, %(known_at)s, %(include_superseded)s)
-      AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
-    ORDER BY m.embedding <=> %(q)s::vector
-    LIMIT %(k)s
+ann AS MATERIALIZED (   -- the index scan: one branch runs, the other's one-time filter is false
+    (SELECT c.memory_id AS id, c.embedding <=> %(q)s::vector AS distance
+     FROM fabric.current_embeddings c
+     JOIN fabric.memory_versions v ON v.org = c.org AND v.memory_id = c.memory_id
+     WHERE %(current)s AND c.org = %(org)s
+       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
+       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+     ORDER BY c.embedding <=> %(q)s::vector
+     LIMIT %(k)s)
+  UNION ALL
+    (SELECT m.id, m.embedding <=> %(q)s::vector AS distance
+     FROM fabric.memories m
+     JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+     WHERE NOT %(current)s AND m.org = %(org)s
+       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
+       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+     ORDER BY m.embedding <=> %(q)s::vector
+     LIMIT %(k)s)
 ),
 qualifying AS MATERIALIZED (   -- the exact scan, run only when the index scan came up short
     SELECT m.id, m.embedding <=> %(q)s::vector AS distance
@@ -148,11 +176,13 @@ qualifying AS MATERIALIZED (   -- the exact scan, run only when the index scan c
     JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
     WHERE m.org = %(org)s
       AND (SELECT count(*) FROM ann) < %(k)s
+      AND (NOT %(current)s OR EXISTS (SELECT 1 FROM fabric.current_embeddings c
+                                      WHERE c.org = m.org AND c.memory_id = m.id))
       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
 ),
-top AS (
+top AS (   -- re-sorted: a relaxed-order iterative scan may return its rows slightly out of order
     SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS vec_rank
     FROM (SELECT id, distance FROM ann WHERE (SELECT count(*) FROM ann) >= %(k)s
           UNION ALL

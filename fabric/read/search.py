@@ -154,6 +154,21 @@ def session_settings(*, ef_search: int, iterative: bool = False, index: str = AL
     return settings
 
 
+def search_settings(conn: psycopg.Connection, params: dict[str, Any], *, ef_search: int
+                    ) -> list[tuple[str, Any]]:
+    """The session settings for one search with `params` (from search_params)."""
+    iterative = pgvector_version(conn) >= ITERATIVE_SCAN_SINCE
+    if params["mode"] == "vector" or iterative:
+        ef = max(ef_search, params["pool"])
+    else:
+        # Without iterative scans the fused modes fill a pool of `pool` rows after the org and time
+        # filter, which keeps ~40% of a shared graph's candidates: visit 8x the pool or the exact
+        # fallback runs on every query of a large org (measured at 100k: p50 433 -> 69 ms).
+        ef = min(1000, max(ef_search, 8 * params["pool"]))
+    return session_settings(ef_search=ef, iterative=iterative,
+                            index=CURRENT_INDEX if params["current"] else ALL_INDEX)
+
+
 def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray | None, mode: str, k: int,
            valid_at: datetime, known_at: datetime, include_superseded: bool = False, live_only: bool = False,
            ef_search: int = 100, pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP,
@@ -165,16 +180,7 @@ def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray 
     params = search_params(org=org, text=text, vector=vector, mode=mode, k=k, valid_at=valid_at,
                            known_at=known_at, include_superseded=include_superseded, live_only=live_only,
                            pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names, current=current)
-    iterative = pgvector_version(conn) >= ITERATIVE_SCAN_SINCE
-    if mode == "vector" or iterative:
-        ef = max(ef_search, params["pool"])
-    else:
-        # Without iterative scans the fused modes fill a pool of `pool` rows after the org and time
-        # filter, which keeps ~40% of a shared graph's candidates: visit 8x the pool or the exact
-        # fallback runs on every query of a large org (measured at 100k: p50 433 -> 69 ms).
-        ef = min(1000, max(ef_search, 8 * params["pool"]))
-    settings = session_settings(ef_search=ef, iterative=iterative,
-                                index=CURRENT_INDEX if params["current"] else ALL_INDEX)
+    settings = search_settings(conn, params, ef_search=ef_search)
     if psycopg.Pipeline.is_supported():
         with conn.pipeline():
             for stmt, args in settings:

@@ -202,18 +202,29 @@ WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
 ORDER BY t.vec_rank
 
 -- name: search_vector_ann
--- The vector leg's index scan on its own (for EXPLAIN and tests): the k nearest memories that hold,
--- as the HNSW scan finds them. Filtered after the scan, it can return fewer than k rows; the
--- `search` statement then falls back to an exact scan.
-SELECT m.id, m.content, m.embedding <=> %(q)s::vector AS distance
-FROM fabric.memories m
-JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-WHERE m.org = %(org)s
-  AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                       %(valid_at)s, %(known_at)s, %(include_superseded)s)
-  AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
-ORDER BY m.embedding <=> %(q)s::vector
-LIMIT %(k)s
+-- The vector leg's index scan on its own (for EXPLAIN, tests and the benchmark's fallback count): the
+-- k nearest memories that hold, as the HNSW scan finds them (the `ann` of search_vector). It can
+-- return fewer than k rows; the search statements then fall back to an exact scan.
+(SELECT c.memory_id AS id, m.content, c.embedding <=> %(q)s::vector AS distance
+ FROM fabric.current_embeddings c
+ JOIN fabric.memories m ON m.org = c.org AND m.id = c.memory_id
+ JOIN fabric.memory_versions v ON v.org = c.org AND v.memory_id = c.memory_id
+ WHERE %(current)s AND c.org = %(org)s
+   AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                        %(valid_at)s, %(known_at)s, %(include_superseded)s)
+   AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+ ORDER BY c.embedding <=> %(q)s::vector
+ LIMIT %(k)s)
+UNION ALL
+(SELECT m.id, m.content, m.embedding <=> %(q)s::vector AS distance
+ FROM fabric.memories m
+ JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+ WHERE NOT %(current)s AND m.org = %(org)s
+   AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                        %(valid_at)s, %(known_at)s, %(include_superseded)s)
+   AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+ ORDER BY m.embedding <=> %(q)s::vector
+ LIMIT %(k)s)
 
 -- name: search_context
 -- Branch context for many hits at once: for each hit, up to n neighbours on its branch (its parent

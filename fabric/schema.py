@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
-    CheckConstraint, Column, Computed, DateTime, ForeignKeyConstraint, Index, Integer, MetaData,
+    BigInteger, CheckConstraint, Column, Computed, DateTime, ForeignKeyConstraint, Index, Integer, MetaData,
     PrimaryKeyConstraint, REAL, Table, Text, Uuid, text,
 )
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
@@ -122,7 +122,8 @@ def build_metadata(dim: int = 384) -> MetaData:
         Index("ix_memories_org_root_id", "org", "root_id"),
         Index("ix_memories_key", "org", "subject", "relation", postgresql_where=text("subject IS NOT NULL")),
         Index("ix_memories_org_source", "org", "source", postgresql_where=text("source IS NOT NULL")),
-        Index("ix_memories_search_text", "search_text", postgresql_using="gin"),
+        # Migration 0004: the org first, so a term's scan is intersected with the org inside the index.
+        Index("ix_memories_search_text", text("(ARRAY[org])"), "search_text", postgresql_using="gin"),
         Index("ix_memories_embedding_hnsw", "embedding", postgresql_using="hnsw",
               postgresql_with={"m": 16, "ef_construction": 64},
               postgresql_ops={"embedding": "vector_cosine_ops"}),
@@ -178,6 +179,17 @@ def build_metadata(dim: int = 384) -> MetaData:
         comment="The embeddings of the memories that can hold now (believed, and not superseded with their "
                 "valid time ended), kept by triggers on fabric.memory_versions: current-state search walks "
                 "this HNSW index only. Time-travel reads use fabric.memories.",
+    )
+
+    # Migration 0004: per-org document frequencies of search_text's lexemes (kept by a trigger).
+    Table(
+        "term_counts", md,
+        Column("org", Text, nullable=False),
+        Column("lexeme", Text, nullable=False),
+        Column("memories", BigInteger, nullable=False),
+        PrimaryKeyConstraint("org", "lexeme"),
+        comment="Per org and lexeme of search_text: how many memories contain it (every state). Kept by a "
+                "trigger on fabric.memories; the lexical search skips terms too common to weigh anything.",
     )
     return md
 

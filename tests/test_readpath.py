@@ -80,6 +80,44 @@ def test_a_future_correction_keeps_the_old_value_current_until_it_starts(fab, pg
     assert a.memory_id in hits and b.memory_id not in hits
 
 
+def test_term_counts_follow_the_memories(fab, pg, org):
+    put(fab, org, "Cara Lind owns the Quokka account.", ("Cara Lind", "owns", "Quokka account"), T(2020))
+    put(fab, org, "Cara Lind moved the Quokka account to Zed.", ("Quokka account", "moved to", "Zed"), T(2021))
+    kept = dict(pg.execute("SELECT lexeme, memories FROM fabric.term_counts WHERE org = %s", (org,)).fetchall())
+    counted: dict[str, int] = {}
+    for (text,) in pg.execute("SELECT search_text::text FROM fabric.memories WHERE org = %s", (org,)):
+        for lexeme in {token.split(":")[0].strip("'") for token in text.split()}:
+            counted[lexeme] = counted.get(lexeme, 0) + 1
+    assert kept == counted and kept["quokka"] == 2
+
+
+def test_a_term_too_common_in_the_org_is_not_scanned(fab, pg, org):
+    """A term in 1,000+ of the org's memories weighs nothing and is skipped; the rare one still ranks."""
+    common = search_mod.COMMON_DF_FACTOR * search_mod.DF_CAP
+    vec = "[" + ",".join(["0.05"] * 384) + "]"
+    pg.execute("INSERT INTO fabric.orgs (org) VALUES (%s) ON CONFLICT DO NOTHING", (org,))
+    did = pg.execute("INSERT INTO fabric.decisions (org, id, action, reason) "
+                     "VALUES (%s, gen_random_uuid(), 'place', 'test') RETURNING id", (org,)).fetchone()[0]
+    # one statement each: the triggers count the batch at once
+    pg.execute("""
+        INSERT INTO fabric.memories (org, id, root_id, content, placement, embedding, created_at)
+        SELECT %(org)s, u, u, CASE WHEN i = 0 THEN 'the zebra quokka sighting' ELSE 'routine zebra note ' || i END,
+               'new_branch', %(vec)s::vector, now()
+        FROM (SELECT i, gen_random_uuid() AS u FROM generate_series(0, %(n)s) AS i) AS s""", {"org": org, "vec": vec, "n": common})
+    pg.execute("""
+        INSERT INTO fabric.memory_versions (org, memory_id, version, valid_from, state, decision_id, recorded_at)
+        SELECT org, id, 1, '2020-01-01', 'live', %(did)s, now() FROM fabric.memories WHERE org = %(org)s""",
+               {"org": org, "did": did})
+    assert pg.execute("SELECT memories FROM fabric.term_counts WHERE org = %s AND lexeme = 'zebra'",
+                      (org,)).fetchone()[0] == common + 1
+    assert pg.execute("SELECT count(*) FROM fabric.current_embeddings WHERE org = %s", (org,)).fetchone()[0] \
+        == common + 1
+    hits = fab.search("zebra quokka", org=org, mode="lexical", k=3)
+    assert hits[0].content == "the zebra quokka sighting"
+    # 'zebra' carries no weight: the sighting's lead is the weight of 'quokka' and the phrase alone
+    assert len(hits) == 1
+
+
 def test_server_is_postgres_18_with_iterative_scans(pg):
     version = pg.execute("SHOW server_version_num").fetchone()[0]
     ext = pg.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]

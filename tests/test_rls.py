@@ -353,9 +353,9 @@ def test_downgrade_to_0001_and_back(scratch_db):
 
     migrate(scratch_db)
     with psycopg.connect(scratch_db) as conn:
-        # the five tables of 0001, tenant_grants (0002), current_embeddings (0004)
+        # the five tables of 0001, tenant_grants (0002), current_embeddings and term_counts (0004)
         assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'fabric' AND rowsecurity"
-                            ).fetchone()[0] == 7
+                            ).fetchone()[0] == 8
     migrate(scratch_db, revision="0001", downgrade=True)
     with psycopg.connect(scratch_db) as conn:
         assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'fabric' AND rowsecurity"

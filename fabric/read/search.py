@@ -22,8 +22,12 @@ Lexical scoring. A memory's lexical score is BM25's idf summed over the query te
 (its lexemes, normalised as `search_text` is, and adjacent pairs of them as phrases), with binary
 term frequency: memories are short. N and each df count the memories that hold, up to `df_cap`;
 a term in `df_cap` or more of them carries no weight -- a stop word for this org at this time.
-That bounds the work per query term to df_cap postings whatever the size of the org, and in an
-org with fewer than df_cap memories that hold it is plain BM25 idf.
+That bounds the postings read per query term to df_cap whatever the size of the org, and in an
+org with fewer than df_cap memories that hold it is plain BM25 idf. The index scan behind them is
+bounded too: the full-text index is on (org, search_text), so a term's scan sees the org's rows
+only, and a term in COMMON_DF_FACTOR x df_cap (1,000) or more of the org's memories of any state
+(fabric.term_counts, kept by a trigger) is not scanned at all -- it is a stop word unless nine in
+ten of those memories do not hold, which only a query far back in a heavily revised history meets.
 
 Names. Words the query capitalises are the names it asks about (see `named_words`). A memory's
 `named_matches` is how many of their lexemes it contains, and the lexical and hybrid rankings
@@ -51,6 +55,7 @@ MODES = ("hybrid", "vector", "lexical")
 RRF_K = 60          # the usual reciprocal rank fusion constant
 HYBRID_POOL = 50    # rows taken from each leg before fusion (at least k)
 DF_CAP = 100        # a term in this many of the memories that hold, or more, carries no weight
+COMMON_DF_FACTOR = 10   # a term in df_cap x this many of the org's memories is not even scanned
 CONTEXT_SLACK = 8   # superseded nodes a context walk may pass through beyond n hops
 ITERATIVE_SCAN_SINCE = (0, 8)   # the pgvector release that added hnsw.iterative_scan
 # The HNSW index each kind of read searches (its size sets the candidate list).
@@ -104,7 +109,7 @@ def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, 
     return {"org": org, "q": vector if mode != "lexical" else None, "query": text or "",
             "names": named_words(text or "") if names else "", "valid_at": valid_at, "known_at": known_at,
             "include_superseded": include_superseded, "live_only": live_only, "mode": mode, "k": k,
-            "pool": max(pool, k), "rrf_k": rrf_k, "df_cap": df_cap,
+            "pool": max(pool, k), "rrf_k": rrf_k, "df_cap": df_cap, "common_df": COMMON_DF_FACTOR * df_cap,
             "current": (current and not include_superseded) or live_only}
 
 

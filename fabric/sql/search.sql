@@ -10,7 +10,7 @@
 -- Parameters: org, q (the query's embedding; NULL in lexical mode), query (its text), names (the
 -- words it capitalises, found by fabric/read/search.py), valid_at, known_at, include_superseded,
 -- live_only (only memories currently believed and live), mode, k, pool (rows per leg), rrf_k, df_cap,
--- current (a current-state read: the vector leg searches fabric.current_embeddings).
+-- current (a current-state read: the vector leg searches fabric.current_embeddings), common_df.
 -- The vector leg is the one in search_vector (keep the two in step).
 WITH
 -- ---------------------------------------------------------------- lexical leg
@@ -24,20 +24,28 @@ named AS MATERIALIZED (   -- lexemes of the words the query names (people, place
     SELECT DISTINCT q.tq
     FROM qlex q JOIN unnest(to_tsvector('english', %(names)s)) AS n ON n.lexeme = q.lexeme
 ),
-terms AS MATERIALIZED (   -- each lexeme, and each pair of lexemes adjacent in the query as a phrase
-    SELECT row_number() OVER () AS term, tq
-    FROM (SELECT tq FROM qlex
+terms AS MATERIALIZED (   -- each lexeme, and each pair of lexemes adjacent in the query as a phrase,
+                          -- with the number of the org's memories that contain its rarer lexeme
+    SELECT row_number() OVER () AS term, t.tq,
+           (SELECT min(coalesce(c.memories, 0))
+            FROM unnest(t.lexemes) AS l(lexeme)
+            LEFT JOIN fabric.term_counts c ON c.org = %(org)s AND c.lexeme = l.lexeme) AS org_df
+    FROM (SELECT tq, ARRAY[lexeme] AS lexemes FROM qlex
           UNION
-          SELECT tsquery_phrase(a.tq, b.tq) FROM qlex a JOIN qlex b ON b.pos = a.pos + 1) t
+          SELECT tsquery_phrase(a.tq, b.tq), ARRAY[a.lexeme, b.lexeme]
+          FROM qlex a JOIN qlex b ON b.pos = a.pos + 1) t
 ),
-postings AS MATERIALIZED (   -- each term's memories that hold (GIN index, then the time filter), up to df_cap
+postings AS MATERIALIZED (   -- each term's memories that hold (GIN index on org and text, then the
+                             -- time filter), up to df_cap. A term in common_df or more of the org's
+                             -- memories is not scanned: it could weigh nothing (see weights).
     SELECT t.term, p.id, p.names
     FROM terms t
     CROSS JOIN LATERAL (
         SELECT m.id, (SELECT count(*) FROM named n WHERE m.search_text @@ n.tq) AS names
         FROM fabric.memories m
         JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-        WHERE m.org = %(org)s AND m.search_text @@ t.tq
+        WHERE t.org_df < %(common_df)s
+          AND m.org = %(org)s AND ARRAY[m.org] @> ARRAY[%(org)s]::text[] AND m.search_text @@ t.tq
           AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                                %(valid_at)s, %(known_at)s, %(include_superseded)s)
           AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))

@@ -1,4 +1,6 @@
-"""fabric.current_embeddings: the embeddings of current memories, with an HNSW index of their own.
+"""The read path at scale: fabric.current_embeddings (the embeddings of current memories, with an
+HNSW index of their own), fabric.term_counts (per-org document frequencies for the lexical leg) and
+a full-text index that knows the org.
 
 Current-state reads (no valid_at / known_at: the common case) search only what can be current, so
 the graph they walk carries neither superseded versions nor retracted memories. A row is here while
@@ -12,6 +14,12 @@ source invalidation), statement-level so a bulk write costs one statement. A sep
 than a partial index on fabric.memories: the flag a partial index needs would be an UPDATE of the
 memories row on every supersession, and each such UPDATE inserts a new entry into the full HNSW
 index too (the row carries the vector).
+
+fabric.term_counts holds, per org and lexeme, how many memories contain it, kept by a statement
+trigger on fabric.memories (memories are never deleted). The lexical leg skips, without scanning, a
+term so common in the org that it could only be a stop word; rarer terms are scanned through
+ix_memories_search_text, now a two-column GIN index on (ARRAY[org], search_text), so the scan of a
+term intersects it with the org inside the index instead of visiting every org's matching rows.
 
 Revision ID: 0004
 Revises: 0003
@@ -93,15 +101,49 @@ def upgrade() -> None:
                   WHERE v.org = m.org AND v.memory_id = m.id AND v.expired_at IS NULL
                     AND (v.state = 'live' OR v.valid_to IS NULL OR v.valid_to > now()));
 
-    ALTER TABLE fabric.current_embeddings ENABLE ROW LEVEL SECURITY;
-    CREATE POLICY tenant_isolation ON fabric.current_embeddings AS PERMISSIVE FOR ALL TO {SERVICE}
-        USING (org = (SELECT fabric.tenant_org()))
-        WITH CHECK (org = (SELECT fabric.tenant_org()));
-    CREATE POLICY api_reader ON fabric.current_embeddings AS PERMISSIVE FOR SELECT TO {READER}
-        USING (CASE WHEN (SELECT fabric.sees_all_orgs()) THEN true
-                    ELSE org = (SELECT fabric.tenant_org()) END);
-    GRANT SELECT ON fabric.current_embeddings TO {SERVICE}, {READER};
+    CREATE TABLE fabric.term_counts (
+        org       text NOT NULL,
+        lexeme    text NOT NULL,
+        memories  bigint NOT NULL,
+        CONSTRAINT pk_term_counts PRIMARY KEY (org, lexeme)
+    );
+    COMMENT ON TABLE fabric.term_counts IS
+        'Per org and lexeme of search_text: how many memories contain it (every state). Kept by a trigger '
+        'on fabric.memories; the lexical search skips terms too common to weigh anything.';
+    -- Sorted upserts: two statements counting the same lexemes lock them in the same order.
+    CREATE FUNCTION fabric.count_terms() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp AS $$
+    BEGIN
+        INSERT INTO fabric.term_counts AS t (org, lexeme, memories)
+        SELECT a.org, l.lexeme, count(*)
+        FROM added a CROSS JOIN LATERAL unnest(a.search_text) AS l
+        GROUP BY a.org, l.lexeme
+        ORDER BY a.org, l.lexeme
+        ON CONFLICT (org, lexeme) DO UPDATE SET memories = t.memories + excluded.memories;
+        RETURN NULL;
+    END
+    $$;
+    CREATE TRIGGER term_counts_on_insert AFTER INSERT ON fabric.memories
+        REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION fabric.count_terms();
+    INSERT INTO fabric.term_counts (org, lexeme, memories)
+    SELECT m.org, l.lexeme, count(*)
+    FROM fabric.memories m CROSS JOIN LATERAL unnest(m.search_text) AS l
+    GROUP BY m.org, l.lexeme;
+
+    DROP INDEX fabric.ix_memories_search_text;
+    CREATE INDEX ix_memories_search_text ON fabric.memories USING gin ((ARRAY[org]), search_text);
     """)
+    for table in ("current_embeddings", "term_counts"):
+        op.execute(f"""
+        ALTER TABLE fabric.{table} ENABLE ROW LEVEL SECURITY;
+        CREATE POLICY tenant_isolation ON fabric.{table} AS PERMISSIVE FOR ALL TO {SERVICE}
+            USING (org = (SELECT fabric.tenant_org()))
+            WITH CHECK (org = (SELECT fabric.tenant_org()));
+        CREATE POLICY api_reader ON fabric.{table} AS PERMISSIVE FOR SELECT TO {READER}
+            USING (CASE WHEN (SELECT fabric.sees_all_orgs()) THEN true
+                        ELSE org = (SELECT fabric.tenant_org()) END);
+        GRANT SELECT ON fabric.{table} TO {SERVICE}, {READER};
+        """)
 
 
 def downgrade() -> None:
@@ -111,4 +153,9 @@ def downgrade() -> None:
     DROP TRIGGER current_embeddings_on_delete ON fabric.memory_versions;
     DROP FUNCTION fabric.sync_current_embeddings();
     DROP TABLE fabric.current_embeddings;
+    DROP TRIGGER term_counts_on_insert ON fabric.memories;
+    DROP FUNCTION fabric.count_terms();
+    DROP TABLE fabric.term_counts;
+    DROP INDEX fabric.ix_memories_search_text;
+    CREATE INDEX ix_memories_search_text ON fabric.memories USING gin (search_text);
     """)

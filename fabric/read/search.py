@@ -95,7 +95,7 @@ def named_words(text: str) -> str:
 def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, k: int, valid_at: datetime,
                   known_at: datetime, include_superseded: bool = False, live_only: bool = False,
                   pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP, names: bool = True,
-                  current: bool = False) -> dict[str, Any]:
+                  subject_prefix: str | None = None, current: bool = False) -> dict[str, Any]:
     """The `search` statement's parameters. `pool` (rows per leg) defaults to k in vector mode (the plain
     k-nearest search) and to max(k, HYBRID_POOL) otherwise. `current`: valid_at and known_at are now
     (the caller asked for neither), so the vector leg may search fabric.current_embeddings; live_only
@@ -110,7 +110,7 @@ def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, 
             "names": named_words(text or "") if names else "", "valid_at": valid_at, "known_at": known_at,
             "include_superseded": include_superseded, "live_only": live_only, "mode": mode, "k": k,
             "pool": max(pool, k), "rrf_k": rrf_k, "df_cap": df_cap, "common_df": COMMON_DF_FACTOR * df_cap,
-            "current": (current and not include_superseded) or live_only}
+            "subject_prefix": subject_prefix, "current": (current and not include_superseded) or live_only}
 
 
 def statement_for(mode: str) -> str:
@@ -127,19 +127,29 @@ SELECT set_config('hnsw.ef_search',
        set_config('max_parallel_workers_per_gather', '0', true)
 FROM (SELECT coalesce((SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(index)s)), 0) AS reltuples) i"""
 _ITERATIVE_SQL = "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+_PGVECTOR_SQL = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
 
-_pgvector_versions: "weakref.WeakKeyDictionary[psycopg.Connection, tuple[int, ...]]" = weakref.WeakKeyDictionary()
+# pgvector's version per connection (sync or async), read once
+_pgvector_versions: "weakref.WeakKeyDictionary[Any, tuple[int, ...]]" = weakref.WeakKeyDictionary()
+
+
+def _version(row: Any) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", row[0])) if row else ()
 
 
 def pgvector_version(conn: psycopg.Connection) -> tuple[int, ...]:
     """The installed pgvector extension's version, read once per connection."""
-    version = _pgvector_versions.get(conn)
-    if version is None:
-        row = conn.cursor(row_factory=tuple_row).execute(
-            "SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-        version = tuple(int(part) for part in re.findall(r"\d+", row[0])) if row else ()
-        _pgvector_versions[conn] = version
-    return version
+    if conn not in _pgvector_versions:
+        _pgvector_versions[conn] = _version(conn.cursor(row_factory=tuple_row).execute(_PGVECTOR_SQL).fetchone())
+    return _pgvector_versions[conn]
+
+
+async def apgvector_version(conn: psycopg.AsyncConnection) -> tuple[int, ...]:
+    """`pgvector_version` on an async connection."""
+    if conn not in _pgvector_versions:
+        cur = await conn.cursor(row_factory=tuple_row).execute(_PGVECTOR_SQL)
+        _pgvector_versions[conn] = _version(await cur.fetchone())
+    return _pgvector_versions[conn]
 
 
 def session_settings(*, ef_search: int, iterative: bool = False, index: str = ALL_INDEX
@@ -159,10 +169,9 @@ def session_settings(*, ef_search: int, iterative: bool = False, index: str = AL
     return settings
 
 
-def search_settings(conn: psycopg.Connection, params: dict[str, Any], *, ef_search: int
-                    ) -> list[tuple[str, Any]]:
-    """The session settings for one search with `params` (from search_params)."""
-    iterative = pgvector_version(conn) >= ITERATIVE_SCAN_SINCE
+def search_settings(params: dict[str, Any], *, ef_search: int, iterative: bool) -> list[tuple[str, Any]]:
+    """The session settings for one search with `params` (from search_params); `iterative`: the server's
+    pgvector has iterative index scans (pgvector_version >= ITERATIVE_SCAN_SINCE)."""
     if params["mode"] == "vector" or iterative:
         ef = max(ef_search, params["pool"])
     else:
@@ -177,25 +186,57 @@ def search_settings(conn: psycopg.Connection, params: dict[str, Any], *, ef_sear
 def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray | None, mode: str, k: int,
            valid_at: datetime, known_at: datetime, include_superseded: bool = False, live_only: bool = False,
            ef_search: int = 100, pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP,
-           names: bool = True, current: bool = False) -> list[dict[str, Any]]:
+           names: bool = True, subject_prefix: str | None = None, current: bool = False
+           ) -> list[dict[str, Any]]:
     """One round trip: the settings and the mode's statement, sent together in a pipeline.
-    `current`: the caller asked for neither valid_at nor known_at (both are now).
 
-    Rows carry the memory's columns plus `score`, `vector_rank`, `lexical_rank` and `named_matches`."""
-    params = search_params(org=org, text=text, vector=vector, mode=mode, k=k, valid_at=valid_at,
-                           known_at=known_at, include_superseded=include_superseded, live_only=live_only,
-                           pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names, current=current)
-    settings = search_settings(conn, params, ef_search=ef_search)
+    Rows carry the memory's columns plus `score`, `vector_rank`, `lexical_rank` and `named_matches`.
+    subject_prefix: only memories whose subject is that namespace or below it (fabric_api.under).
+    current: the caller asked for neither valid_at nor known_at (both are now)."""
+    settings, statement, params = search_plan(
+        org=org, text=text, vector=vector, mode=mode, k=k, valid_at=valid_at, known_at=known_at,
+        include_superseded=include_superseded, live_only=live_only, ef_search=ef_search, pool=pool,
+        rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix, current=current,
+        iterative=pgvector_version(conn) >= ITERATIVE_SCAN_SINCE)
     if psycopg.Pipeline.is_supported():
         with conn.pipeline():
             for stmt, args in settings:
                 conn.execute(stmt, args)
-            cur = conn.execute(statement_for(mode), params)
+            cur = conn.execute(statement, params)
         rows = cur.fetchall()
     else:  # pragma: no cover - libpq older than 14
         for stmt, args in settings:
             conn.execute(stmt, args)
-        rows = conn.execute(statement_for(mode), params).fetchall()
+        rows = conn.execute(statement, params).fetchall()
+    return search_rows(rows)
+
+
+async def asearch(conn: psycopg.AsyncConnection, **kw: Any) -> list[dict[str, Any]]:
+    """`search` on an async connection: the same plan, the same statement, the same rows."""
+    iterative = await apgvector_version(conn) >= ITERATIVE_SCAN_SINCE
+    settings, statement, params = search_plan(**kw, iterative=iterative)
+    async with conn.pipeline():
+        for stmt, args in settings:
+            await conn.execute(stmt, args)
+        cur = await conn.execute(statement, params)
+    return search_rows(await cur.fetchall())
+
+
+def search_plan(*, org: str, text: str, vector: np.ndarray | None, mode: str, k: int, valid_at: datetime,
+                known_at: datetime, include_superseded: bool = False, live_only: bool = False,
+                ef_search: int = 100, pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP,
+                names: bool = True, subject_prefix: str | None = None, current: bool = False,
+                iterative: bool = False) -> tuple[list[tuple[str, Any]], str, dict[str, Any]]:
+    """(session settings, statement, parameters) of one search."""
+    params = search_params(org=org, text=text, vector=vector, mode=mode, k=k, valid_at=valid_at,
+                           known_at=known_at, include_superseded=include_superseded, live_only=live_only,
+                           pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix,
+                           current=current)
+    return search_settings(params, ef_search=ef_search, iterative=iterative), statement_for(mode), params
+
+
+def search_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What every search does to its rows, sync or async: post-processing belongs here, once."""
     for row in rows:
         row["score"] = float(row["score"])
     return rows
@@ -216,12 +257,33 @@ def branch_context(conn: psycopg.Connection, *, org: str, ids: Iterable[uuid.UUI
     """Up to n neighbours of each memory on its branch (parent chain and subtree, nearest first), walked
     through superseded nodes and filtered at the output. One query for all the memories."""
     ids = list(dict.fromkeys(ids))
-    out: dict[uuid.UUID, list[dict[str, Any]]] = {i: [] for i in ids}
     if not ids or n <= 0:
-        return out
-    rows = conn.execute(CONTEXT_SQL, {
-        "org": org, "ids": ids, "n": n, "max_hops": n + CONTEXT_SLACK, "valid_at": valid_at,
-        "known_at": known_at, "include_superseded": include_superseded}).fetchall()
+        return {i: [] for i in ids}
+    rows = conn.execute(CONTEXT_SQL, context_params(org=org, ids=ids, n=n, valid_at=valid_at, known_at=known_at,
+                                                    include_superseded=include_superseded)).fetchall()
+    return context_by_hit(ids, rows)
+
+
+async def abranch_context(conn: psycopg.AsyncConnection, *, org: str, ids: Iterable[uuid.UUID], n: int,
+                          valid_at: datetime, known_at: datetime, include_superseded: bool = False
+                          ) -> dict[uuid.UUID, list[dict[str, Any]]]:
+    """`branch_context` on an async connection."""
+    ids = list(dict.fromkeys(ids))
+    if not ids or n <= 0:
+        return {i: [] for i in ids}
+    cur = await conn.execute(CONTEXT_SQL, context_params(org=org, ids=ids, n=n, valid_at=valid_at,
+                                                         known_at=known_at, include_superseded=include_superseded))
+    return context_by_hit(ids, await cur.fetchall())
+
+
+def context_params(*, org: str, ids: list[uuid.UUID], n: int, valid_at: datetime, known_at: datetime,
+                   include_superseded: bool) -> dict[str, Any]:
+    return {"org": org, "ids": ids, "n": n, "max_hops": n + CONTEXT_SLACK, "valid_at": valid_at,
+            "known_at": known_at, "include_superseded": include_superseded}
+
+
+def context_by_hit(ids: list[uuid.UUID], rows: Iterable[dict[str, Any]]) -> dict[uuid.UUID, list[dict[str, Any]]]:
+    out: dict[uuid.UUID, list[dict[str, Any]]] = {i: [] for i in ids}
     for row in rows:
         out[row["hit"]].append(row)
     return out

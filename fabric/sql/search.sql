@@ -10,6 +10,7 @@
 -- Parameters: org, q (the query's embedding; NULL in lexical mode), query (its text), names (the
 -- words it capitalises, found by fabric/read/search.py), valid_at, known_at, include_superseded,
 -- live_only (only memories currently believed and live), mode, k, pool (rows per leg), rrf_k, df_cap,
+-- subject_prefix (NULL, or only memories in that namespace or below it: fabric_api.under, migration 0006).
 -- current (a current-state read: the vector leg searches fabric.current_embeddings), common_df.
 -- The vector leg is the one in search_vector (keep the two in step).
 WITH
@@ -49,6 +50,7 @@ postings AS MATERIALIZED (   -- each term's memories that hold (GIN index on org
           AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                                %(valid_at)s, %(known_at)s, %(include_superseded)s)
           AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+          AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
         LIMIT %(df_cap)s) p
 ),
 weights AS MATERIALIZED (   -- BM25's idf over the memories that hold (N, df counted up to df_cap): the
@@ -87,6 +89,9 @@ ann AS MATERIALIZED (   -- the HNSW index scan (see search_vector); may come up 
        AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                             %(valid_at)s, %(known_at)s, %(include_superseded)s)
        AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+       AND (%(subject_prefix)s::text IS NULL
+            OR EXISTS (SELECT 1 FROM fabric.memories m WHERE m.org = c.org AND m.id = c.memory_id
+                       AND fabric_api.under(m.subject, %(subject_prefix)s)))
      ORDER BY c.embedding <=> %(q)s::vector
      LIMIT %(pool)s)
   UNION ALL
@@ -97,6 +102,7 @@ ann AS MATERIALIZED (   -- the HNSW index scan (see search_vector); may come up 
        AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                             %(valid_at)s, %(known_at)s, %(include_superseded)s)
        AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+       AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
      ORDER BY m.embedding <=> %(q)s::vector
      LIMIT %(pool)s)
 ),
@@ -111,6 +117,7 @@ qualifying AS MATERIALIZED (   -- the exact scan, run only when the index scan c
       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+      AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
 ),
 vec_leg AS (
     SELECT s.id, s.distance, row_number() OVER (ORDER BY s.distance, s.id) AS vec_rank,
@@ -165,6 +172,9 @@ ann AS MATERIALIZED (   -- the index scan: one branch runs, the other's one-time
        AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                             %(valid_at)s, %(known_at)s, %(include_superseded)s)
        AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+       AND (%(subject_prefix)s::text IS NULL
+            OR EXISTS (SELECT 1 FROM fabric.memories m WHERE m.org = c.org AND m.id = c.memory_id
+                       AND fabric_api.under(m.subject, %(subject_prefix)s)))
      ORDER BY c.embedding <=> %(q)s::vector
      LIMIT %(k)s)
   UNION ALL
@@ -175,6 +185,7 @@ ann AS MATERIALIZED (   -- the index scan: one branch runs, the other's one-time
        AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                             %(valid_at)s, %(known_at)s, %(include_superseded)s)
        AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+       AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
      ORDER BY m.embedding <=> %(q)s::vector
      LIMIT %(k)s)
 ),
@@ -189,6 +200,7 @@ qualifying AS MATERIALIZED (   -- the exact scan, run only when the index scan c
       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+      AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
 ),
 top AS (   -- re-sorted: a relaxed-order iterative scan may return its rows slightly out of order
     SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS vec_rank

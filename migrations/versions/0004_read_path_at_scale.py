@@ -22,7 +22,7 @@ ix_memories_search_text, now a two-column GIN index on (ARRAY[org], search_text)
 term intersects it with the org inside the index instead of visiting every org's matching rows.
 
 Revision ID: 0004
-Revises: 0003
+Revises: 0006
 Create Date: 2026-11-30
 """
 
@@ -31,7 +31,7 @@ from alembic import context, op
 from fabric.config import Settings
 
 revision = "0004"
-down_revision = "0003"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 

@@ -188,9 +188,10 @@ def test_no_post_filter_dilution(fab, pg, org):
         try:
             old_server_hits = vector_search(conn, org=org, query=q, k=10, valid_at=T(2025), known_at=utcnow(),
                                             ef_search=40)
+            params = search_mod.search_params(org=org, text="", vector=q, mode="vector", k=10,
+                                              valid_at=T(2025), known_at=utcnow())
             assert not any("iterative" in stmt for stmt, _ in search_mod.search_settings(
-                conn, search_mod.search_params(org=org, text="", vector=q, mode="vector", k=10,
-                                               valid_at=T(2025), known_at=utcnow()), ef_search=40))
+                params, ef_search=40, iterative=search_mod.pgvector_version(conn) >= (0, 8)))
         finally:
             del search_mod._pgvector_versions[conn]
     assert len(hits) == 10

@@ -1137,7 +1137,8 @@ class ReadBench:
         """The settings the library runs this search with."""
         from ..read import search as fsearch
 
-        for stmt, args in fsearch.search_settings(self.conn, params, ef_search=EF_SEARCH):
+        iterative = fsearch.pgvector_version(self.conn) >= fsearch.ITERATIVE_SCAN_SINCE
+        for stmt, args in fsearch.search_settings(params, ef_search=EF_SEARCH, iterative=iterative):
             self.conn.execute(stmt, args)
 
     def _search_plan(self, x: SearchCase) -> list[str]:

@@ -328,12 +328,14 @@ class AsyncFabric:
         from .read.search import abranch_context, asearch
 
         calls.check_search(query, org=org, k=k, mode=mode, context=context, explain=explain)
+        current = valid_at is None and known_at is None   # the current state: its own index
         valid_at, known_at = calls.times(valid_at, known_at)
         vec = None if mode == "lexical" else await self._embed_query(query)
         async with self._conn(org) as conn:
             rows = await asearch(conn, org=org, text=query, vector=vec, mode=mode, k=k, valid_at=valid_at,
                                  known_at=known_at, include_superseded=include_superseded,
-                                 ef_search=self.settings.ef_search, subject_prefix=subject_prefix)
+                                 ef_search=self.settings.ef_search, subject_prefix=subject_prefix,
+                                 current=current)
             near = await abranch_context(conn, org=org, ids=[r["id"] for r in rows], n=context, valid_at=valid_at,
                                          known_at=known_at, include_superseded=include_superseded
                                          ) if context else {}

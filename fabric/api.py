@@ -270,12 +270,14 @@ class Fabric:
         from .read.search import branch_context, search as run_search
 
         calls.check_search(query, org=org, k=k, mode=mode, context=context, explain=explain)
+        current = valid_at is None and known_at is None   # the current state: its own index
         valid_at, known_at = calls.times(valid_at, known_at)
         vec = None if mode == "lexical" else self.embedder.embed([query])[0]
         with self._conn(org) as conn:
             rows = run_search(conn, org=org, text=query, vector=vec, mode=mode, k=k, valid_at=valid_at,
                               known_at=known_at, include_superseded=include_superseded,
-                              ef_search=self.settings.ef_search, subject_prefix=subject_prefix)
+                              ef_search=self.settings.ef_search, subject_prefix=subject_prefix,
+                              current=current)
             near = branch_context(conn, org=org, ids=[r["id"] for r in rows], n=context, valid_at=valid_at,
                                   known_at=known_at, include_superseded=include_superseded) if context else {}
         return calls.search_results(rows, near, explain)

@@ -150,7 +150,7 @@ def migrate(url: str, *, revision: str = "head", embedding_dim: int = 384, downg
     except psycopg.OperationalError as exc:
         raise DatabaseError(f"cannot connect to PostgreSQL: {exc}") from exc
     if not downgrade and revision == "head" and schema_revision(url) == head_revision():
-        return  # nothing to do; and a service role may not take the migration lock (migration 0007)
+        return  # nothing to do; and a service role may not take the migration lock (migration 0005)
     engine = sqlalchemy_engine(url)
     try:
         with engine.begin() as conn:

@@ -1,4 +1,4 @@
-"""A service role cannot take another org's placement locks (issue 15, migration 0007)."""
+"""A service role cannot take another org's placement locks (issue 15, migration 0005)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ SELECT status, clock_timestamp() AS now FROM fabric.writes WHERE org = %(org)s A
 
 -- name: lock_org
 -- Changes to one org's tree apply one at a time (placements in chunks of a few ms; retract, revert,
--- replay, source invalidation). A service role may lock only its own org (migration 0007).
+-- replay, source invalidation). A service role may lock only its own org (migration 0005).
 SELECT fabric.lock_placement(%(org)s)
 
 -- name: clock

@@ -14,15 +14,15 @@ Now:
   superuser to migrate; otherwise it is skipped with a NOTICE and the README's tenancy section says
   what that leaves open.
 
-Revision ID: 0007
-Revises: 0006
+Revision ID: 0005
+Revises: 0004
 Create Date: 2026-11-30
 """
 
 from alembic import op
 
-revision = "0007"
-down_revision = "0006"
+revision = "0005"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 

@@ -67,7 +67,7 @@ class Fabric:
         s = Settings.from_env(database_url=database_url, redis_url=redis_url, **settings)
         db_url, rd_url, db_emb, rd_emb = embedded.resolve(s.database_url, s.redis_url, s.data_dir)
         if auto_migrate:
-            db.migrate(db_url, embedding_dim=s.embedding_dim)
+            db.migrate_if_behind(db_url, embedding_dim=s.embedding_dim)
         fab = cls(s, database_url=db_url, redis_url=rd_url, db_embedded=db_emb, redis_embedded=rd_emb)
         try:
             fab._check_dimension()

@@ -11,17 +11,15 @@ import sys
 import time
 import uuid
 from contextlib import contextmanager
+from functools import cached_property
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import psycopg
-import redis
 from psycopg.types.json import Jsonb
 
 from . import db, embedded
-from . import queue as fq
 from .config import Settings
-from .embed import Embedder, make_embedder
 from .errors import (
     DimensionMismatch, NotFound, PlacementParked, PlacementTimeout, QueueError, TenantAccessDenied,
     ValidationError,
@@ -33,6 +31,10 @@ from .types import (
 from .write import retract as retract_mod
 
 if TYPE_CHECKING:
+    import redis
+    from rq import Queue
+
+    from .embed import Embedder
     from .replay import ReplayReport
 
 log = logging.getLogger(__name__)
@@ -49,8 +51,6 @@ class Fabric:
         self.db_embedded = db_embedded
         self.redis_embedded = redis_embedded
         self.pool = db.make_pool(database_url, min_size=settings.pool_min_size, max_size=settings.pool_max_size)
-        self.redis = fq.connect(redis_url)
-        self.queue = fq.make_queue(self.redis, settings.queue_name)
         self._embedder: Embedder | None = None
         self._known_orgs: set[str] = set()  # orgs this process has registered in fabric.orgs
         self._worker: subprocess.Popen | None = None
@@ -99,11 +99,28 @@ class Fabric:
         self._closed = True
         self.stop_worker()
         self.pool.close()
-        self.redis.close()
+        if "redis" in self.__dict__:  # opened only if something used it
+            self.redis.close()
+
+    # Redis, RQ and the embedder (numpy) load on first use: a read such as `current_value` needs none
+    # of them, and importing them cost most of a short command's start.
+    @cached_property
+    def redis(self) -> redis.Redis:
+        from . import queue as fq
+
+        return fq.connect(self.redis_url)
+
+    @cached_property
+    def queue(self) -> Queue:
+        from . import queue as fq
+
+        return fq.make_queue(self.redis, self.settings.queue_name)
 
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
+            from .embed import make_embedder
+
             self._embedder = make_embedder(self.settings)
         return self._embedder
 
@@ -182,6 +199,8 @@ class Fabric:
         return self._gate(req)
 
     def _accept(self, reqs: Sequence[WriteRequest]) -> list[WriteReceipt]:
+        from . import queue as fq
+
         batch = self.settings.embed_batch_size
         rows, jobs = [], []
         for start in range(0, len(reqs), batch):
@@ -259,6 +278,10 @@ class Fabric:
             delay = min(delay * 1.5, 0.25)
 
     def _worker_report(self) -> str:
+        import redis
+
+        from . import queue as fq
+
         workers = fq.listening_workers(self.queue)
         if not workers:
             try:

@@ -145,9 +145,10 @@ class Fabric:
             return
         env = dict(os.environ)
         env.update(DATABASE_URL=self.database_url, REDIS_URL=self.redis_url)
-        for name, value in self.settings.model_dump(exclude={"database_url", "redis_url"}, exclude_unset=True).items():
-            env[f"FABRIC_{name.upper()}"] = value if isinstance(value, str) else json.dumps(
-                sorted(value) if isinstance(value, set) else value, default=str)
+        settings = self.settings.model_dump(mode="json", exclude={"database_url", "redis_url"}, exclude_unset=True)
+        for name, value in settings.items():
+            # Strings (paths included) as they are: in JSON quotes a path would name another file.
+            env[f"FABRIC_{name.upper()}"] = value if isinstance(value, str) else json.dumps(value)
         cmd = [sys.executable, "-m", "workers.run", "--parent-pid", str(os.getpid())]
         self._worker = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
         atexit.register(self.stop_worker)

@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import numpy as np
 import pytest
 from alembic.script import ScriptDirectory
 
+from fabric import Fabric
 from fabric.config import Settings
 from fabric.db import alembic_config, head_revision, migrate_if_behind, schema_revision
 from fabric.embed import TOKENIZER_FILE, LocalEmbedder, model_file, tokenizer_file
@@ -41,6 +43,16 @@ def test_model_files_from_the_environment(tmp_path, monkeypatch):
     vec = LocalEmbedder(threads=1, model_path=s.embedding_model_path, tokenizer_path=s.tokenizer_path).embed(
         [GOLDEN["text"]])[0]
     np.testing.assert_allclose(vec, np.array(GOLDEN["vector"], dtype=np.float32), rtol=0, atol=1e-5)
+
+
+def test_the_worker_uses_the_model_files_its_fabric_was_given(database_url, redis_url, data_dir, org, tmp_path):
+    """The worker subprocess gets the settings through its environment, paths unquoted."""
+    tokenizer = tmp_path / "tokenizer.json"
+    tokenizer.write_bytes(TOKENIZER_FILE.read_bytes())
+    with Fabric.connect(database_url, redis_url, data_dir=data_dir, run_worker=True, tokenizer_path=tokenizer,
+                        queue_name=f"fabric-test-{uuid.uuid4().hex[:8]}") as fab:
+        receipt = fab.write("Ada Moreau works at Northwind.", org=org)
+        assert fab.wait(receipt, timeout=120).decision == "new_branch"
 
 
 def test_a_file_that_is_not_the_model_is_refused_naming_the_setting(tmp_path):

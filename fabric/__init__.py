@@ -5,16 +5,18 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-__all__ = ["Fabric", "Settings", "FabricError", "Memory", "Placement", "WriteReceipt", "WriteRequest",
+__all__ = ["Fabric", "AsyncFabric", "Settings", "FabricError", "Memory", "Placement", "WriteReceipt", "WriteRequest",
            "DecisionRecord"]
 __version__ = "0.1.0"
 
 # The public names load on first use, so `import fabric` (and the CLI's start) does not pay for
 # psycopg, redis, rq, pydantic ... until something needs them.
-_HOMES = {"Fabric": ".api", "Settings": ".config", "FabricError": ".errors", "Memory": ".types",
-          "Placement": ".types", "WriteReceipt": ".types", "WriteRequest": ".types", "DecisionRecord": ".types"}
+_HOMES = {"Fabric": ".api", "AsyncFabric": ".aio", "Settings": ".config", "FabricError": ".errors",
+          "Memory": ".types", "Placement": ".types", "WriteReceipt": ".types", "WriteRequest": ".types",
+          "DecisionRecord": ".types"}
 
 if TYPE_CHECKING:
+    from .aio import AsyncFabric
     from .api import Fabric
     from .config import Settings
     from .errors import FabricError

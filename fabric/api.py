@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import psycopg
 
-from . import calls, db, embedded, metrics
+from . import calls, db, embedded
 from .config import Settings
 from .errors import (
     DimensionMismatch, NotFound, PlacementTimeout, QueueError, TenantAccessDenied,
@@ -182,6 +182,9 @@ class Fabric:
         return self._gate(calls.build_request(fields, self.settings.max_content_chars))
 
     def _accept(self, reqs: Sequence[WriteRequest]) -> list[WriteReceipt]:
+        from . import metrics  # prometheus_client, redis and rq: loaded by the first write, not by reads
+        from . import queue as fq
+
         rows, jobs, orgs = calls.plan_accept(reqs, self.settings.embed_batch_size)
         try:
             # One transaction, one round trip (pipeline mode); each org's rows are written with that
@@ -197,8 +200,6 @@ class Fabric:
             raise TenantAccessDenied(", ".join(orgs), exc.detail) from exc
         self._known_orgs.update(orgs)
         metrics.writes_accepted(len(rows))
-        from . import queue as fq
-
         enqueued = True
         try:
             fq.enqueue_jobs(self.queue, jobs, timeout=self.settings.job_timeout, retries=self.settings.job_retries)

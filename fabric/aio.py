@@ -27,7 +27,7 @@ from pgvector.psycopg import register_vector_async
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from . import calls, db, embedded
+from . import calls, db, embedded, metrics
 from . import queue as fq
 from .api import Fabric, spawn_worker, terminate_worker
 from .config import Settings
@@ -259,6 +259,7 @@ class AsyncFabric:
         except TenantAccessDenied as exc:
             raise TenantAccessDenied(", ".join(orgs), exc.detail) from exc
         self._known_orgs.update(orgs)
+        metrics.writes_accepted(len(rows))
         enqueued = True
         try:
             await self._enqueue(jobs)

@@ -112,7 +112,7 @@ class AsyncFabric:
         db_url, rd_url, db_emb, rd_emb = await asyncio.to_thread(embedded.resolve, s.database_url, s.redis_url,
                                                                  s.data_dir)
         if auto_migrate:
-            await asyncio.to_thread(db.migrate, db_url, embedding_dim=s.embedding_dim)
+            await asyncio.to_thread(db.migrate_if_behind, db_url, embedding_dim=s.embedding_dim)
         pool = AsyncConnectionPool(db_url, min_size=s.pool_min_size, max_size=s.pool_max_size, open=False,
                                    configure=_configure, kwargs={"row_factory": dict_row, "autocommit": False},
                                    name="fabric-async")

@@ -11,16 +11,14 @@ import sys
 import time
 import uuid
 from contextlib import contextmanager
+from functools import cached_property
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import psycopg
-import redis
 
-from . import calls, db, embedded, metrics
-from . import queue as fq
+from . import calls, db, embedded
 from .config import Settings
-from .embed import Embedder, make_embedder
 from .errors import (
     DimensionMismatch, NotFound, PlacementTimeout, QueueError, TenantAccessDenied,
     ValidationError,
@@ -32,6 +30,10 @@ from .types import (
 from .write import retract as retract_mod
 
 if TYPE_CHECKING:
+    import redis
+    from rq import Queue
+
+    from .embed import Embedder
     from .replay import ReplayReport
 
 log = logging.getLogger(__name__)
@@ -48,8 +50,6 @@ class Fabric:
         self.db_embedded = db_embedded
         self.redis_embedded = redis_embedded
         self.pool = db.make_pool(database_url, min_size=settings.pool_min_size, max_size=settings.pool_max_size)
-        self.redis = fq.connect(redis_url)
-        self.queue = fq.make_queue(self.redis, settings.queue_name)
         self._embedder: Embedder | None = None
         self._known_orgs: set[str] = set()  # orgs this process has registered in fabric.orgs
         self._worker: subprocess.Popen | None = None
@@ -66,7 +66,7 @@ class Fabric:
         s = Settings.from_env(database_url=database_url, redis_url=redis_url, **settings)
         db_url, rd_url, db_emb, rd_emb = embedded.resolve(s.database_url, s.redis_url, s.data_dir)
         if auto_migrate:
-            db.migrate(db_url, embedding_dim=s.embedding_dim)
+            db.migrate_if_behind(db_url, embedding_dim=s.embedding_dim)
         fab = cls(s, database_url=db_url, redis_url=rd_url, db_embedded=db_emb, redis_embedded=rd_emb)
         try:
             fab._check_dimension()
@@ -98,11 +98,28 @@ class Fabric:
         self._closed = True
         self.stop_worker()
         self.pool.close()
-        self.redis.close()
+        if "redis" in self.__dict__:  # opened only if something used it
+            self.redis.close()
+
+    # Redis, RQ and the embedder (numpy) load on first use: a read such as `current_value` needs none
+    # of them, and importing them cost most of a short command's start.
+    @cached_property
+    def redis(self) -> redis.Redis:
+        from . import queue as fq
+
+        return fq.connect(self.redis_url)
+
+    @cached_property
+    def queue(self) -> Queue:
+        from . import queue as fq
+
+        return fq.make_queue(self.redis, self.settings.queue_name)
 
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
+            from .embed import make_embedder
+
             self._embedder = make_embedder(self.settings)
         return self._embedder
 
@@ -165,6 +182,9 @@ class Fabric:
         return self._gate(calls.build_request(fields, self.settings.max_content_chars))
 
     def _accept(self, reqs: Sequence[WriteRequest]) -> list[WriteReceipt]:
+        from . import metrics  # prometheus_client, redis and rq: loaded by the first write, not by reads
+        from . import queue as fq
+
         rows, jobs, orgs = calls.plan_accept(reqs, self.settings.embed_batch_size)
 
         def insert() -> None:
@@ -227,6 +247,10 @@ class Fabric:
             time.sleep(delay)
 
     def _worker_report(self) -> str:
+        import redis
+
+        from . import queue as fq
+
         workers = fq.listening_workers(self.queue)
         if not workers:
             try:
@@ -430,9 +454,10 @@ def spawn_worker(settings: Settings, database_url: str, redis_url: str) -> subpr
     """A placement worker subprocess with these settings; it exits when this process does."""
     env = dict(os.environ)
     env.update(DATABASE_URL=database_url, REDIS_URL=redis_url)
-    for name, value in settings.model_dump(exclude={"database_url", "redis_url"}, exclude_unset=True).items():
-        env[f"FABRIC_{name.upper()}"] = value if isinstance(value, str) else json.dumps(
-            sorted(value) if isinstance(value, set) else value, default=str)
+    for name, value in settings.model_dump(mode="json", exclude={"database_url", "redis_url"},
+                                           exclude_unset=True).items():
+        # Strings (paths included) as they are: in JSON quotes a path would name another file.
+        env[f"FABRIC_{name.upper()}"] = value if isinstance(value, str) else json.dumps(value)
     cmd = [sys.executable, "-m", "workers.run", "--parent-pid", str(os.getpid())]
     return subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
 

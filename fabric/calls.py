@@ -11,7 +11,6 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from psycopg.types.json import Jsonb
 
-from . import queue as fq
 from .errors import NotFound, PlacementParked, ValidationError
 from .types import (
     Memory, Placement, WriteReceipt, WriteRequest, as_uuid, aware, check_int, check_optional_text, check_org,
@@ -50,6 +49,7 @@ def plan_accept(reqs: Sequence[WriteRequest], batch: int
     """Give each write an id and a placement job (one job per org per embedding batch).
 
     Returns (rows: (write id, request, job id), jobs: (job id, org, [write ids]), orgs sorted)."""
+    from . import queue as fq  # redis and rq: imported by writes only
     rows, jobs = [], []
     for start in range(0, len(reqs), batch):
         chunk = reqs[start:start + batch]

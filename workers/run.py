@@ -21,7 +21,7 @@ from rq import SimpleWorker, worker_registration
 from fabric import embedded, metrics
 from fabric import queue as fq
 from fabric.config import Settings
-from fabric.db import make_pool, migrate
+from fabric.db import make_pool, migrate_if_behind
 from fabric.write.placer import Placer
 
 from . import jobs
@@ -149,7 +149,7 @@ def run(settings: Settings, *, burst: bool = False, parent_pid: int | None = Non
     os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
     db_url, rd_url, db_emb, _ = embedded.resolve(settings.database_url, settings.redis_url, settings.data_dir)
     if db_emb:
-        migrate(db_url, embedding_dim=settings.embedding_dim)
+        migrate_if_behind(db_url, embedding_dim=settings.embedding_dim)
     pool = make_pool(db_url, min_size=1, max_size=2)
     placer = Placer(settings, pool)
     jobs.install(placer)

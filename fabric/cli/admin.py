@@ -16,7 +16,6 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .. import queue as fq
 from ..errors import ValidationError
 from ..types import DECISION_KINDS
 from .app import (
@@ -95,6 +94,8 @@ def ingest(
 
     Example: fabric ingest notes.jsonl --org acme   (a line: {"content": "Ada works at Acme.", "subject": "Ada", "relation": "employer", "value": "Acme"})
     """
+    from .. import queue as fq
+
     bad: list[dict[str, Any]] = []
     receipts: list = []
     with connected() as fab:

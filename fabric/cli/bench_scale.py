@@ -8,7 +8,6 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from ..config import Settings
 from .app import JsonOpt, err_console, console, handle_errors, print_json
 from .bench import bench_app
 
@@ -38,6 +37,8 @@ def scale(
         size_list = [sc.QUICK_SIZE] if quick else sc.parse_sizes(sizes)
         cfg = sc.ScaleConfig(sizes=size_list, out=out, keep=keep, seed=seed, chroma=chroma, queries=queries,
                              quick=quick)
+        from ..config import Settings
+
         s = Settings.from_env()
         db_url, redis_url, _, _ = embedded.resolve(s.database_url, s.redis_url, s.data_dir)
 

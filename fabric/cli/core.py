@@ -6,7 +6,6 @@ from typing import Optional
 
 import typer
 
-from ..config import Settings
 from .app import (
     EXIT_OK, JsonOpt, OrgOpt, app, connected, console, err_console, handle_errors, memory_table, parse_time,
     print_json,
@@ -25,6 +24,7 @@ def migrate(
     Example: fabric migrate            |  fabric migrate --downgrade base
     """
     from .. import db, embedded
+    from ..config import Settings
 
     s = Settings.from_env()
     with handle_errors():
@@ -45,6 +45,8 @@ def worker(
     Example: REDIS_URL=redis://localhost:6379/0 DATABASE_URL=postgresql://... fabric worker --metrics-port 9464
     """
     from workers.run import run
+
+    from ..config import Settings
 
     with handle_errors():
         raise typer.Exit(run(Settings.from_env(metrics_port=metrics_port), burst=burst, name=name))
@@ -115,7 +117,7 @@ def search(
 
     Example: fabric search "Where does Alice work?" --valid-at 2021-06-01T00:00:00Z --context 2
     """
-    with connected() as fab:
+    with connected(run_worker=False) as fab:
         found = fab.search(query, org=org, k=k, valid_at=parse_time("valid_at", valid_at),
                            known_at=parse_time("known_at", known_at), include_superseded=include_superseded,
                            mode=mode, context=context, explain=explain)
@@ -132,7 +134,7 @@ def current(
 
     Example: fabric current Alice employer --valid-at 2021-01-01T00:00:00Z
     """
-    with connected() as fab:
+    with connected(run_worker=False) as fab:
         m = fab.current_value(subject, relation, org=org, valid_at=parse_time("valid_at", valid_at),
                               known_at=parse_time("known_at", known_at))
     if as_json:
@@ -155,7 +157,7 @@ def walk(
 
     Example: fabric walk 0b6f...e1 --include-superseded
     """
-    with connected() as fab:
+    with connected(run_worker=False) as fab:
         found = fab.walk(root, org=org, max_depth=max_depth, include_superseded=include_superseded,
                          valid_at=parse_time("valid_at", valid_at), known_at=parse_time("known_at", known_at))
     print_json(found) if as_json else console.print(memory_table(found, f"branch {root}"))
@@ -167,7 +169,7 @@ def history(memory_id: str = typer.Argument(...), org: str = OrgOpt, as_json: bo
 
     Example: fabric history 0b6f...e1
     """
-    with connected() as fab:
+    with connected(run_worker=False) as fab:
         found = fab.history(memory_id, org=org)
     print_json(found) if as_json else console.print(memory_table(found, f"history of {memory_id}"))
 
@@ -181,7 +183,7 @@ def belief(
 
     Example: fabric belief --valid-at 2022-01-01T00:00:00Z --known-at 2026-11-01T00:00:00Z
     """
-    with connected() as fab:
+    with connected(run_worker=False) as fab:
         found = fab.belief_state(org=org, valid_at=parse_time("valid_at", valid_at),
                                  known_at=parse_time("known_at", known_at))
     print_json(found) if as_json else console.print(memory_table(found, f"belief state of {org}"))
@@ -204,6 +206,8 @@ def demo() -> None:
 @embedded_app.command("status")
 def embedded_status() -> None:
     """Show the data folder and whether its servers run."""
+    from ..config import Settings
+
     s = Settings.from_env()
     pid = s.data_dir / "pg" / "postmaster.pid"
     console.print(f"data folder: {s.data_dir}")
@@ -222,6 +226,7 @@ def embedded_stop() -> None:
     Example: fabric embedded stop
     """
     from .. import embedded
+    from ..config import Settings
 
     s = Settings.from_env()
     pg = embedded.stop_postgres(s.data_dir)

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
-from typing import Iterator, List, Optional
+from typing import TYPE_CHECKING, Iterator, List, Optional
 
-import psycopg
 import typer
 from rich.table import Table
 
-from ..config import Settings
 from .app import JsonOpt, app, console, err_console, handle_errors, print_json
+
+if TYPE_CHECKING:
+    import psycopg
 
 roles_app = typer.Typer(help="Database roles: read-only analysts and tenant-bound services.", no_args_is_help=True)
 app.add_typer(roles_app, name="roles")
@@ -28,11 +29,14 @@ OrgsOpt = typer.Option(..., "--org", "-o", help="An org (tenant); repeat for sev
 @contextmanager
 def owner_connection() -> Iterator[tuple[psycopg.Connection, str]]:
     """A connection as the database owner, migrated to head (the roles need migration 0002)."""
+    import psycopg
+
     from .. import db, embedded
+    from ..config import Settings
 
     s = Settings.from_env()
     url = s.database_url or embedded.postgres_url(s.data_dir)
-    db.migrate(url, embedding_dim=s.embedding_dim)
+    db.migrate_if_behind(url, embedding_dim=s.embedding_dim)
     try:
         conn = psycopg.connect(url)
     except psycopg.OperationalError as exc:

@@ -10,7 +10,6 @@ from typing import Iterator, Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..export import ExportFormatError, ImportRefused
 from .app import EXIT_USAGE, JsonOpt, app, connected, console, err_console, print_json
 
 
@@ -69,7 +68,7 @@ def import_cmd(
 
     Example: fabric import acme.jsonl           |  fabric import acme.jsonl --org acme-staging
     """
-    from ..export import import_org
+    from ..export import ExportFormatError, ImportRefused, import_org
 
     with connected(run_worker=False) as fab, _bars() as (bars, tasks):
         try:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.fix_services", "tests.fix_async"]
+pytest_plugins = ["tests.fix_services", "tests.fix_async", "tests.fix_placement"]
 
 # Subprocesses run the `fabric` command of the interpreter running the tests (a venv need not be
 # activated, and a `fabric` of another install on PATH must not answer instead).

@@ -1,7 +1,13 @@
-"""The local, deterministic validator: keys first, then sentence frames, then similarity.
+"""The local, deterministic validator: keys first, then the facts sentences state, then sentence
+frames, then similarity.
 
-A heuristic, stated plainly: it knows nothing of meaning. It reads the structured key when the
-write has one; without keys it compares word sequences ("frames") of close neighbours:
+It reads the structured key when the write has one. Without keys, it reads the (subject, relation,
+value) each sentence states (facts.py: names, a relation lexicon of synonym groups, grammatical
+roles) and compares the write's with each neighbour's: the same subject and relation with the same
+value is a duplicate (or a child update with more detail), with another value a contradiction;
+another subject or attribute keeps that neighbour out of the rest. A decision on a text-only write
+carries the key its sentence states. Sentences it cannot read fall back to word sequences
+("frames") of close neighbours:
 - the same words                                  -> duplicate
 - the old words, in order, plus more              -> child update (added detail), or a
   contradiction when what is added is a negation ("is open" -> "is not open")
@@ -13,14 +19,18 @@ write has one; without keys it compares word sequences ("frames") of close neigh
   negates and the other does not, or the two hold the same words in another order (a role
   swap: "A reports to B" / "B reports to A")
 otherwise a new branch. A swapped span in the leading name is another subject, never a
-correction. The LLM validator is the one that understands language."""
+correction. A duplicate of a memory valid from later than the write is that fact's history
+(`in_time`)."""
 
 from __future__ import annotations
 
 import re
+import uuid
+from dataclasses import replace
 from difflib import SequenceMatcher
 from typing import Sequence
 
+from .facts import Fact, compare, extract, keyable, shared_relation, value_key
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -137,19 +147,60 @@ class RuleValidator:
         if write.keyed and keyed and write.value is not None:
             decision = self._by_key(write, new_words, keyed)
             if decision:
-                return decision
+                return in_time(write, decision, candidates)
         near = sorted((c for c in candidates if c.similarity >= self.near_similarity or c.key_match),
                       key=lambda c: -c.similarity)
+        separate: set[uuid.UUID] = set()
+        if not write.keyed:  # every neighbour: a restatement may be far from the old words in embedding space
+            decision, separate = self._by_fact(write, sorted(candidates, key=lambda c: -c.similarity))
+            if decision:
+                return in_time(write, decision, candidates)
         for c in near:
+            if c.id in separate:
+                continue  # the same kind of sentence about another subject or attribute: not a version
             decision = self._by_frame(write, new_words, c)
             if decision:
-                return decision
+                return with_text_keys(write, in_time(write, decision, candidates), candidates)
         best = near[0].similarity if near else 0.0
-        return Decision("new_branch", None, f"no frame match among {len(near)} near memories "
-                        f"(best similarity {best:.2f})", 0.6, self.name)
+        return with_text_keys(write, Decision("new_branch", None, f"no frame match among {len(near)} near memories "
+                                              f"(best similarity {best:.2f})", 0.6, self.name), candidates)
+
+    def _by_fact(self, write: IncomingWrite, near: Sequence[Candidate]
+                 ) -> tuple[Decision | None, set[uuid.UUID]]:
+        """Compare the (subject, relation, value) read from the write with each neighbour's. Returns a
+        decision, if a neighbour states the same fact, and the neighbours that state another one."""
+        found: list[tuple[str, Candidate, Fact, Fact]] = []
+        separate: set[uuid.UUID] = set()
+        for c in near:
+            new, old = extract(write.content, c.content), extract(c.content, write.content)
+            if new is None or old is None:
+                continue
+            verdict = compare(old, new)
+            if verdict == "separate":
+                separate.add(c.id)
+            elif verdict != "unknown":
+                found.append((verdict, c, old, new))
+        if not found:
+            return None, separate
+        rank = {"duplicate": 0, "child_update": 1, "contradiction_fork": 2}
+        verdict, c, old, new = min(found, key=lambda f: (rank[f[0]], -f[1].valid_from.timestamp(), -f[1].similarity))
+        subject, relation = canonical_key(new, c, shared_relation(old, new) or new.relation, spelled=old.subject)
+        what = f"({subject}, {relation})"
+        if verdict == "duplicate":
+            return Decision("duplicate", c.id, f"the same fact {what} = {new.value!r}, reworded", 0.85,
+                            self.name), separate
+        if verdict == "child_update":  # the parent holds the key: a detail valid from later must not take it over
+            return Decision("child_update", c.id, f"the same fact {what} = {new.value!r}, with more detail", 0.8,
+                            self.name), separate
+        keys = dict(subject=subject, relation=relation, value=new.value) if keyable(new) else {}
+        if new.negated:
+            return Decision("contradiction_fork", c.id, f"the fact {what} = {old.value!r} is negated", 0.75,
+                            self.name), separate
+        return Decision("contradiction_fork", c.id, f"the same fact {what} restated with another value: "
+                        f"{old.value!r} -> {new.value!r}", 0.85, self.name, **keys), separate
 
     def _by_key(self, write: IncomingWrite, new_words: list[str], keyed: Sequence[Candidate]) -> Decision | None:
-        differing = [c for c in keyed if c.value is not None and normalise(c.value) != normalise(write.value or "")]
+        differing = [c for c in keyed if c.value is not None and value_key(c.value) != value_key(write.value or "")]
         if differing:
             target = max(differing, key=lambda c: (c.valid_from, c.similarity))
             return Decision("contradiction_fork", target.id,
@@ -205,3 +256,42 @@ def _span(text: str, start: int, end: int) -> str:
         if " ".join(norm[i:i + n]) == lowered:
             return " ".join(original[i:i + n])
     return lowered
+
+
+def canonical_key(fact: Fact, near: Candidate | None, relation: str, *, spelled: str | None = None
+                  ) -> tuple[str, str]:
+    """One name per attribute and per subject: a neighbour that already carries this fact's key
+    lends its spelling of the subject and its relation name; otherwise the lexicon's group name,
+    and the subject as `spelled` in the neighbour's text (or as this write spells it)."""
+    if near is not None and near.subject and near.relation and normalise(near.subject) == fact.subject_key:
+        old = extract(near.content)
+        if old is None or fact.relations & old.relations:
+            return near.subject, near.relation
+    return spelled or fact.subject, relation
+
+
+def with_text_keys(write: IncomingWrite, decision: Decision, candidates: Sequence[Candidate]) -> Decision:
+    """A text-only write placed in the tree as a fact of its own (a new branch, a correction) gets the key
+    its sentence states, when it reads one. A refinement does not: its parent holds the key."""
+    if write.keyed or decision.subject is not None or decision.kind in ("duplicate", "child_update"):
+        return decision
+    target = next((c for c in candidates if c.id == decision.target_id), None)
+    fact = extract(write.content, target.content if target else None)
+    if not keyable(fact):
+        return decision
+    subject, relation = canonical_key(fact, target, fact.relation)
+    return replace(decision, subject=subject, relation=relation, value=fact.value)
+
+
+def in_time(write: IncomingWrite, decision: Decision, candidates: Sequence[Candidate]) -> Decision:
+    """A repeat of a fact from before the memory it repeats starts is that fact's history, not a duplicate:
+    "Contoso" from 2020 beside "Contoso" from 2024 tells what was true in 2020-2024 too."""
+    if decision.kind != "duplicate":
+        return decision
+    target = next((c for c in candidates if c.id == decision.target_id), None)
+    if target is None or write.valid_from >= target.valid_from:
+        return decision
+    history = replace(decision, kind="contradiction_fork",
+                      reason=f"{decision.reason}; valid from {write.valid_from:%Y-%m-%d}, before the memory it "
+                             f"repeats ({target.valid_from:%Y-%m-%d}): kept as history")
+    return with_text_keys(write, history, candidates)

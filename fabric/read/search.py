@@ -49,6 +49,7 @@ import numpy as np
 import psycopg
 from psycopg.rows import tuple_row
 
+from ..placement.facts import value_key
 from ..sql import q
 
 MODES = ("hybrid", "vector", "lexical")
@@ -239,7 +240,39 @@ def search_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What every search does to its rows, sync or async: post-processing belongs here, once."""
     for row in rows:
         row["score"] = float(row["score"])
-    return rows
+    return flag_conflicts(rows)
+
+
+def _fact_key(row: dict[str, Any]) -> tuple[str, str] | None:
+    if row.get("state", "live") != "live" or not row.get("subject") or not row.get("relation") \
+            or row.get("value") is None:
+        return None
+    return " ".join(row["subject"].casefold().split()), row["relation"]
+
+
+def flag_conflicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The read-time safety net for a missed placement: when the results hold two live memories with
+    the same subject and relation but different values, the one with the later valid_from is the
+    answer. It takes the best rank the fact had among the results, and each other value is flagged
+    with `conflict_with` = the answer's id (and ranked after it). Other rows keep their places."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, row in enumerate(rows):
+        row.setdefault("conflict_with", None)
+        key = _fact_key(row)
+        if key is not None:
+            groups.setdefault(key, []).append(i)
+    order = list(range(len(rows)))
+    for positions in groups.values():
+        if len({value_key(str(rows[i]["value"])) for i in positions}) < 2:
+            continue  # one value (a fact and its details): nothing disagrees
+        answer = max(positions, key=lambda i: (rows[i]["valid_from"], rows[i]["recorded_at"]))
+        for i in positions:
+            if value_key(str(rows[i]["value"])) != value_key(str(rows[answer]["value"])):
+                rows[i]["conflict_with"] = rows[answer]["id"]
+        # The fact's best slot goes to the answer; the other members follow in their own order.
+        for slot, i in zip(positions, [answer] + [i for i in positions if i != answer]):
+            order[slot] = i
+    return [rows[i] for i in order]
 
 
 def vector_search(conn: psycopg.Connection, *, org: str, query: np.ndarray, k: int, valid_at: datetime,

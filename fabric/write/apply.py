@@ -21,6 +21,7 @@ from psycopg.types.json import Jsonb
 from .. import metrics
 from ..db import is_connection_loss
 from ..errors import FabricError
+from ..placement.facts import text_key
 from ..placement.intervals import ChainMember, Revision, plan_insert
 from ..placement.validator import Candidate, Decision, IncomingWrite, Validator, check_decision, pregate
 from ..read.search import VECTOR_SQL, search_params, session_settings
@@ -86,10 +87,16 @@ class Gathered:
         return {c.id for c in self.near} | {r["id"] for r in self.key_rows}
 
 
+def write_key(write: IncomingWrite) -> tuple[str | None, str | None]:
+    """The (subject, relation) a write is about: its key, or for a text-only write the key its sentence
+    states (so a version worded far from the old one is found beyond the k nearest)."""
+    return (write.subject, write.relation) if write.keyed else text_key(write.content)
+
+
 def gather_batch(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embeddings: np.ndarray, *,
                  k: int, ef_search: int) -> list[Gathered]:
-    """For each write: the k nearest live memories in its org, plus every memory believed under its key.
-    All the writes' queries go in one round trip (pipeline mode)."""
+    """For each write: the k nearest live memories in its org, plus every memory believed under its key
+    (`write_key`). All the writes' queries go in one round trip (pipeline mode)."""
     now = utcnow()
     with conn.pipeline():
         for stmt, args in session_settings(ef_search=max(ef_search, k)):
@@ -99,8 +106,9 @@ def gather_batch(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embe
             near = conn.execute(VECTOR_SQL, search_params(org=write.org, text="", vector=vec, mode="vector", k=k,
                                                           valid_at=now, known_at=now, include_superseded=True,
                                                           live_only=True))
-            keyed = conn.execute(q("key_members"), {"org": write.org, "subject": write.subject,
-                                                    "relation": write.relation, "q": vec}) if write.keyed else None
+            subject, relation = write_key(write)
+            keyed = conn.execute(q("key_members"), {"org": write.org, "subject": subject,
+                                                    "relation": relation, "q": vec}) if subject else None
             cursors.append((near, keyed))
     return [Gathered([candidate_from_row(r, float(r["score"]), False) for r in near.fetchall()],
                      keyed.fetchall() if keyed else [], k) for near, keyed in cursors]
@@ -208,7 +216,7 @@ def catch_up(write: IncomingWrite, vector: np.ndarray, g: Gathered, placed: Sequ
     its k nearest. None when only the database can tell: a job-mate revised one of its candidates or
     wrote under its key."""
     for p in placed:  # in the order they were placed: a later one may revise an earlier one's node
-        if p.revised & g.ids or (write.keyed and p.key == (write.subject, write.relation)):
+        if p.revised & g.ids or (p.key[0] is not None and p.key == write_key(write)):
             return None
         if p.node is not None:
             similarity = float(vector @ p.vector)

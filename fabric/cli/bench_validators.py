@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, List, Optional
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from .app import EXIT_USAGE, JsonOpt, console, err_console, handle_errors, print_json
@@ -58,10 +59,12 @@ def validators(
     if as_json:
         print_json(result)
         return
+    # Piped output gets a wide page rather than rich's 80 columns (tables are for reading).
+    page = console if console.is_terminal else Console(width=max(console.width, 160))
     for one in result["sets"]:
-        _print(one)
+        _print(one, page)
     if not result["llm_configured"]:
-        console.print("[dim]LLM validator not run: set OPENAI_BASE_URL, OPENAI_API_KEY and FABRIC_LLM_MODEL "
+        page.print("[dim]LLM validator not run: set OPENAI_BASE_URL, OPENAI_API_KEY and FABRIC_LLM_MODEL "
                       "(e.g. `python scripts/local_llm.py serve`) and pass --llm.[/]")
 
 
@@ -69,7 +72,7 @@ def _cell(s: dict[str, Any] | None) -> str:
     return "—" if not s or not s["n"] else f"{s['correct']}/{s['n']} {_pct(s['accuracy'])}"
 
 
-def _print(result: dict[str, Any]) -> None:
+def _print(result: dict[str, Any], console: Console) -> None:
     runs = result["runs"]
     names = [r["validator"] + (f" ({r['model']})" if r["model"] else "") for r in runs]
     splits = [sp for sp in ("tune", "holdout") if sp in runs[0]["splits"]]

@@ -90,7 +90,7 @@ BEHAVIOURS: tuple[tuple[str, tuple[str, ...], str], ...] = (
 )
 ALL_BACKENDS: tuple[str, ...] = ("fabric-keys", "fabric-text", "pgvector", "chroma")
 PHRASINGS: tuple[str, ...] = ("same", "rephrased")
-CASES_FULL, CASES_QUICK = 20, 4
+CASES_FULL, CASES_QUICK = 20, 3
 TURNS_FULL, TURNS_QUICK = 150, 40
 DISTRACTORS_FULL, DISTRACTORS_QUICK = 3, 2
 TOP_K = 5

@@ -137,11 +137,11 @@ def invalidate_source(conn: psycopg.Connection, org: str, source: str, at: datet
 
 
 def stats(conn: psycopg.Connection, client: redis.Redis | None, org: str | None = None) -> dict[str, Any]:
-    """Per org: memories by current belief, writes by status, decisions by action/kind, refusals by kind."""
+    """Per org: memories by current belief, writes by status, decisions by action/kind, refusals by kind,
+    and conflicts: facts holding two or more live values now (see read.search.flag_conflicts)."""
     params = {"org": org}
     out: dict[str, dict[str, Any]] = {
-        r["org"]: {"memories": {}, "writes": {}, "decisions": {}, "refusals": {}}
-        for r in conn.execute(q("stats_orgs"), params).fetchall()}
+        r["org"]: _empty() for r in conn.execute(q("stats_orgs"), params).fetchall()}
     for r in conn.execute(q("stats_memories"), params).fetchall():
         out.setdefault(r["org"], _empty())["memories"][r["state"]] = r["n"]
     for r in conn.execute(q("stats_writes"), params).fetchall():
@@ -149,6 +149,8 @@ def stats(conn: psycopg.Connection, client: redis.Redis | None, org: str | None 
     for r in conn.execute(q("stats_decisions"), params).fetchall():
         label = r["action"] + (f":{r['kind']}" if r["kind"] else "")
         out.setdefault(r["org"], _empty())["decisions"][label] = r["n"]
+    for r in conn.execute(q("stats_conflicts"), params).fetchall():
+        out.setdefault(r["org"], _empty())["conflicts"] = r["n"]
     if client is not None:
         try:
             for o, counts in refusal_counts(client, org).items():
@@ -159,4 +161,4 @@ def stats(conn: psycopg.Connection, client: redis.Redis | None, org: str | None 
 
 
 def _empty() -> dict[str, Any]:
-    return {"memories": {}, "writes": {}, "decisions": {}, "refusals": {}}
+    return {"memories": {}, "writes": {}, "decisions": {}, "refusals": {}, "conflicts": 0}

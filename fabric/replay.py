@@ -40,6 +40,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from .errors import ConfigurationError, NotFound, ValidationError
+from .placement.facts import text_key
 from .placement.validator import Candidate, Decision, IncomingWrite, Validator
 from .sql import q
 from .types import as_uuid, check_org
@@ -257,9 +258,10 @@ def _candidates(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray,
         rows = conn.execute(_NEAR_EXACT, params).fetchall()
     cands = {r["id"]: candidate_from_row(r, 1.0 - float(r["distance"]), False) for r in rows}
     key_rows: list[dict[str, Any]] = []
-    if write.keyed:
-        key_rows = conn.execute(q("replay_key_members"), {**params, "subject": write.subject,
-                                                          "relation": write.relation}).fetchall()
+    subject, relation = (write.subject, write.relation) if write.keyed else text_key(write.content)
+    if subject is not None:
+        key_rows = conn.execute(q("replay_key_members"), {**params, "subject": subject,
+                                                          "relation": relation}).fetchall()
     return with_key_members(cands, key_rows)
 
 

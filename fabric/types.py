@@ -158,6 +158,9 @@ class Memory:
     state: str = "live"
     decision_id: uuid.UUID | None = None
     ranks: dict[str, int | None] | None = None
+    # Set by search when a result states another value of the same fact (subject, relation) than a
+    # live memory valid from later among the same results: the id of that later one (the answer).
+    conflict_with: uuid.UUID | None = None
     context: list["Memory"] = field(default_factory=list)
 
     @classmethod

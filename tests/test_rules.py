@@ -61,7 +61,7 @@ def test_value_in_the_middle_after_the_leading_name_is_a_contradiction(rules, em
     old = "Meridian Bio has Jonathan Hale as its CEO."
     d, target = decide(rules, embedder, old, "Meridian Bio has Priya Nair as its CEO.")
     assert d.kind == "contradiction_fork" and target == old
-    assert "jonathan hale" in d.reason and "priya nair" in d.reason
+    assert "jonathan hale" in d.reason.lower() and "priya nair" in d.reason.lower()
 
 
 def test_a_different_subject_in_the_same_frame_is_another_fact(rules, embedder):

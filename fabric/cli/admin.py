@@ -308,7 +308,7 @@ def stats(
     as_json: bool = JsonOpt,
 ) -> None:
     """Per org: memories live / superseded / retracted, writes by status, decisions by action:kind,
-    and writes refused by the policy, by kind.
+    writes refused by the policy, by kind, and conflicts (facts with two live values now).
 
     Example: fabric stats --org acme --json
     """
@@ -318,14 +318,14 @@ def stats(
         print_json(out)
         return
     table = Table(title="fabric stats")
-    for col in ("org", "memories", "writes", "decisions", "refused"):
+    for col in ("org", "memories", "writes", "decisions", "refused", "conflicts"):
         table.add_column(col)
 
     def fmt(d: dict[str, int]) -> str:
         return "\n".join(f"{k} {v}" for k, v in sorted(d.items())) or "-"
 
     for o, s in sorted(out.items()):
-        table.add_row(o, fmt(s["memories"]), fmt(s["writes"]), fmt(s["decisions"]), fmt(s["refusals"]))
+        table.add_row(o, fmt(s["memories"]), fmt(s["writes"]), fmt(s["decisions"]), fmt(s["refusals"]), str(s["conflicts"]))
     console.print(table)
 
 

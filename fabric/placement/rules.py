@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import re
 from difflib import SequenceMatcher
+from dataclasses import replace
 from typing import Sequence
 
+from .facts import Fact, compare, extract, keyable, shared_relation
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -137,16 +139,56 @@ class RuleValidator:
         if write.keyed and keyed and write.value is not None:
             decision = self._by_key(write, new_words, keyed)
             if decision:
-                return decision
+                return in_time(write, decision, candidates)
         near = sorted((c for c in candidates if c.similarity >= self.near_similarity or c.key_match),
                       key=lambda c: -c.similarity)
+        separate: set = set()
+        if not write.keyed:  # every neighbour: a restatement may be far from the old words in embedding space
+            decision, separate = self._by_fact(write, sorted(candidates, key=lambda c: -c.similarity))
+            if decision:
+                return in_time(write, decision, candidates)
         for c in near:
+            if c.id in separate:
+                continue  # the same kind of sentence about another subject or attribute: not a version
             decision = self._by_frame(write, new_words, c)
             if decision:
-                return decision
+                return with_text_keys(write, in_time(write, decision, candidates), candidates)
         best = near[0].similarity if near else 0.0
-        return Decision("new_branch", None, f"no frame match among {len(near)} near memories "
-                        f"(best similarity {best:.2f})", 0.6, self.name)
+        return with_text_keys(write, Decision("new_branch", None, f"no frame match among {len(near)} near memories "
+                                              f"(best similarity {best:.2f})", 0.6, self.name), candidates)
+
+    def _by_fact(self, write: IncomingWrite, near: Sequence[Candidate]) -> tuple[Decision | None, set]:
+        """Compare the (subject, relation, value) read from the write with each neighbour's. Returns a
+        decision, if a neighbour states the same fact, and the neighbours that state another one."""
+        found: list[tuple[str, Candidate, Fact, Fact]] = []
+        separate = set()
+        for c in near:
+            new, old = extract(write.content, c.content), extract(c.content, write.content)
+            if new is None or old is None:
+                continue
+            verdict = compare(old, new)
+            if verdict == "separate":
+                separate.add(c.id)
+            elif verdict != "unknown":
+                found.append((verdict, c, old, new))
+        if not found:
+            return None, separate
+        rank = {"duplicate": 0, "child_update": 1, "contradiction_fork": 2}
+        verdict, c, old, new = min(found, key=lambda f: (rank[f[0]], -f[1].valid_from.timestamp(), -f[1].similarity))
+        subject, relation = canonical_key(new, c, shared_relation(old, new) or new.relation, spelled=old.subject)
+        what = f"({subject}, {relation})"
+        if verdict == "duplicate":
+            return Decision("duplicate", c.id, f"the same fact {what} = {new.value!r}, reworded", 0.85,
+                            self.name), separate
+        keys = dict(subject=subject, relation=relation, value=new.value) if keyable(new) else {}
+        if verdict == "child_update":
+            return Decision("child_update", c.id, f"the same fact {what} = {new.value!r}, with more detail", 0.8,
+                            self.name, **keys), separate
+        if new.negated:
+            return Decision("contradiction_fork", c.id, f"the fact {what} = {old.value!r} is negated", 0.75,
+                            self.name), separate
+        return Decision("contradiction_fork", c.id, f"the same fact {what} restated with another value: "
+                        f"{old.value!r} -> {new.value!r}", 0.85, self.name, **keys), separate
 
     def _by_key(self, write: IncomingWrite, new_words: list[str], keyed: Sequence[Candidate]) -> Decision | None:
         differing = [c for c in keyed if c.value is not None and normalise(c.value) != normalise(write.value or "")]
@@ -205,3 +247,41 @@ def _span(text: str, start: int, end: int) -> str:
         if " ".join(norm[i:i + n]) == lowered:
             return " ".join(original[i:i + n])
     return lowered
+
+
+def canonical_key(fact: Fact, near: Candidate | None, relation: str, *, spelled: str | None = None
+                  ) -> tuple[str, str]:
+    """One name per attribute and per subject: a neighbour that already carries this fact's key
+    lends its spelling of the subject and its relation name; otherwise the lexicon's group name,
+    and the subject as `spelled` in the neighbour's text (or as this write spells it)."""
+    if near is not None and near.subject and near.relation and normalise(near.subject) == fact.subject_key:
+        old = extract(near.content)
+        if old is None or fact.relations & old.relations:
+            return near.subject, near.relation
+    return spelled or fact.subject, relation
+
+
+def with_text_keys(write: IncomingWrite, decision: Decision, candidates: Sequence[Candidate]) -> Decision:
+    """A text-only write placed in the tree gets the key its sentence states, when the lexicon reads one."""
+    if write.keyed or decision.subject is not None or decision.kind == "duplicate":
+        return decision
+    target = next((c for c in candidates if c.id == decision.target_id), None)
+    fact = extract(write.content, target.content if target else None)
+    if not keyable(fact):
+        return decision
+    subject, relation = canonical_key(fact, target, fact.relation)
+    return replace(decision, subject=subject, relation=relation, value=fact.value)
+
+
+def in_time(write: IncomingWrite, decision: Decision, candidates: Sequence[Candidate]) -> Decision:
+    """A repeat of a fact from before the memory it repeats starts is that fact's history, not a duplicate:
+    "Contoso" from 2020 beside "Contoso" from 2024 tells what was true in 2020-2024 too."""
+    if decision.kind != "duplicate":
+        return decision
+    target = next((c for c in candidates if c.id == decision.target_id), None)
+    if target is None or write.valid_from >= target.valid_from:
+        return decision
+    history = replace(decision, kind="contradiction_fork",
+                      reason=f"{decision.reason}; valid from {write.valid_from:%Y-%m-%d}, before the memory it "
+                             f"repeats ({target.valid_from:%Y-%m-%d}): kept as history")
+    return with_text_keys(write, history, candidates)

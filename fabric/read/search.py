@@ -135,7 +135,42 @@ def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray 
         rows = conn.execute(statement_for(mode), params).fetchall()
     for row in rows:
         row["score"] = float(row["score"])
-    return rows
+    return flag_conflicts(rows)
+
+
+def _fact_key(row: dict[str, Any]) -> tuple[str, str] | None:
+    if row.get("state", "live") != "live" or not row.get("subject") or not row.get("relation") \
+            or row.get("value") is None:
+        return None
+    return " ".join(row["subject"].casefold().split()), row["relation"]
+
+
+def flag_conflicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The read-time safety net for a missed placement: when the results hold two live memories with
+    the same subject and relation but different values, the one with the later valid_from is the
+    answer. It takes the best rank the fact had among the results, and each other value is flagged
+    with `conflict_with` = the answer's id (and ranked after it). Other rows keep their places."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, row in enumerate(rows):
+        row.setdefault("conflict_with", None)
+        key = _fact_key(row)
+        if key is not None:
+            groups.setdefault(key, []).append(i)
+    order = list(range(len(rows)))
+    for positions in groups.values():
+        members = [rows[i] for i in positions]
+        if len({" ".join(str(m["value"]).casefold().split()) for m in members}) < 2:
+            continue  # one value (a fact and its details): nothing disagrees
+        answer = max(members, key=lambda m: (m["valid_from"], m["recorded_at"]))
+        answer_value = " ".join(str(answer["value"]).casefold().split())
+        for m in members:
+            if " ".join(str(m["value"]).casefold().split()) != answer_value:
+                m["conflict_with"] = answer["id"]
+        # The fact's best slot goes to the answer; the other members follow in their own order.
+        ranked = [answer] + [m for m in members if m is not answer]
+        for slot, m in zip(positions, ranked):
+            order[slot] = next(i for i in positions if rows[i] is m)
+    return [rows[i] for i in order]
 
 
 def vector_search(conn: psycopg.Connection, *, org: str, query: np.ndarray, k: int, valid_at: datetime,

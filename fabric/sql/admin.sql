@@ -135,6 +135,21 @@ SELECT org, action, coalesce(kind, '') AS kind, count(*) AS n FROM fabric.decisi
 WHERE (%(org)s::text IS NULL OR org = %(org)s)
 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
 
+-- name: stats_conflicts
+-- Facts that hold two or more different values now in live memories (the same subject and relation):
+-- missed placements, which search's safety net resolves by valid_from and flags (Memory.conflict_with).
+SELECT org, count(*) AS n FROM (
+    SELECT m.org, m.subject, m.relation
+    FROM fabric.memories m
+    JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id AND v.expired_at IS NULL
+    WHERE (%(org)s::text IS NULL OR m.org = %(org)s)
+      AND m.subject IS NOT NULL AND m.value IS NOT NULL AND v.state = 'live'
+      AND v.valid_from <= now() AND (v.valid_to IS NULL OR v.valid_to > now())
+    GROUP BY m.org, m.subject, m.relation
+    HAVING count(DISTINCT lower(m.value)) > 1
+) conflicting
+GROUP BY org
+
 -- name: sample_decisions
 -- A random sample of the decision log for review (seed 001: sample model-driven invalidations).
 SELECT * FROM fabric.decisions

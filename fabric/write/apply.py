@@ -18,6 +18,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ..errors import FabricError
+from ..placement.facts import text_key
 from ..placement.intervals import ChainMember, Revision, plan_insert
 from ..placement.validator import Candidate, Decision, IncomingWrite, Validator, check_decision, pregate
 from ..read.search import vector_search
@@ -47,15 +48,17 @@ def load_pending(conn: psycopg.Connection, org: str, ids: Sequence[uuid.UUID]) -
 
 def gather_candidates(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, *,
                       k: int, ef_search: int) -> tuple[list[Candidate], list[dict[str, Any]]]:
-    """The k nearest live memories in the org, plus every memory believed under the write's key."""
+    """The k nearest live memories in the org, plus every memory believed under the write's key (for a
+    text-only write: the key its sentence states, so a version worded far from the old one is found)."""
     now = utcnow()
     rows = vector_search(conn, org=write.org, query=embedding, k=k, valid_at=now, known_at=now,
                          include_superseded=True, live_only=True, ef_search=ef_search)
     cands = {r["id"]: candidate_from_row(r, r["score"], False) for r in rows}
     key_rows: list[dict[str, Any]] = []
-    if write.keyed:
-        key_rows = conn.execute(q("key_members"), {"org": write.org, "subject": write.subject,
-                                                   "relation": write.relation, "q": embedding}).fetchall()
+    subject, relation = (write.subject, write.relation) if write.keyed else text_key(write.content)
+    if subject is not None:
+        key_rows = conn.execute(q("key_members"), {"org": write.org, "subject": subject,
+                                                   "relation": relation, "q": embedding}).fetchall()
     return with_key_members(cands, key_rows)
 
 

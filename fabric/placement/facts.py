@@ -1,0 +1,571 @@
+"""Read a (subject, relation, value) triple out of one plain sentence, whatever its wording.
+
+How, in four steps, all deterministic:
+1. Names: runs of capitalised words and numbers ("Halcyon Robotics", "$2 million") are the spans a
+   subject or a value can be. A sentence-initial common word ("Home for ...", "The ..."), a title
+   ("CEO", "chief executive") and a date are not names.
+2. Relation: the sentence with its names masked is matched against a small lexicon of synonym
+   groups ("chief executive" / "CEO" / "is led by" / "heads" are one group, `ceo`). A group names
+   one attribute; the same group in two sentences is the same attribute.
+3. Roles: of the two names nearest the relation's words, the subject is the one the grammar marks:
+   a possessive ("Pavel Ibarra's favourite film"), "of / for / where X" ("the chief executive of X",
+   "home for X"), or the object of a verb whose grammatical subject is the value ("X heads Y": the
+   subject is Y); otherwise the first name ("Y is led by X", "Y lives in X").
+4. Values compare after normalising case and numbers ("2 million" = "2,000,000" = "$2M").
+
+A sentence the lexicon does not cover gives no triple (None): the caller falls back to comparing
+word frames. `compare` turns two triples into a verdict: the same fact with the same value
+(duplicate or added detail), a changed value (contradiction), or another fact (separate)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from .validator import normalise
+
+# ------------------------------------------------------------------------------------- the lexicon
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """One attribute and the words that state it. `value_first`: verbs whose grammatical subject is
+    the fact's value ("Soren Yarrow heads Halcyon": the CEO *of Halcyon* is Soren Yarrow).
+    `multi`: a subject may hold several values at once (showrooms, languages): a new value is
+    another fact, never a correction. `numeric`: the value is a number (True), never one (False),
+    or either (None). `dated`: the value is a date."""
+
+    name: str
+    words: re.Pattern[str]
+    value_first: re.Pattern[str] | None = None
+    multi: bool = False
+    numeric: bool | None = False
+    dated: bool = False  # the value is a date ("March 31", "14 September 2026")
+
+
+def _rel(name: str, words: str, value_first: str | None = None, *, multi: bool = False,
+         numeric: bool | None = False, dated: bool = False) -> Relation:
+    return Relation(name, re.compile(words), re.compile(value_first) if value_first else None, multi, numeric, dated)
+
+
+# "X leads / heads / runs Y" (X is the value), but not "heads to Lisbon", "runs for office".
+_LEADS = r"\b(?:leads|heads|runs)\b(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an)\b)"
+
+
+# Order matters only for naming: the first group two sentences share names their attribute.
+RELATIONS: tuple[Relation, ...] = (
+    _rel("ceo", r"\bchief executive\b|\bceo\b|\bled\b|\bhelms?\b|\bat the helm\b|\bheaded\b|\brun by\b"
+                r"|\bmanaging director\b|\btop executive\b|\bhead of\b|" + _LEADS,
+         _LEADS + r"|\bhelms\b|\b(?:led|headed)\b(?! by)"),
+    _rel("cfo", r"\bchief financial officer\b|\bcfo\b|\bfinance chief\b|\bhead of finance\b"),
+    _rel("cto", r"\bchief technology officer\b|\bcto\b|\bchief technical officer\b"),
+    _rel("chair", r"\bchair(?:s|man|woman|person)?\b|\bchaired by\b", r"\bchairs\b"),
+    _rel("headquarters", r"\bheadquarter(?:s|ed)\b|\bhead office\b|\bhq\b|\bhead-quartered\b|\bmain office\b"
+                         r"|\bbased (?:in|out of)\b|\bhome base\b"),
+    # "home" alone also means a house ("worked from home in Porto"): only as the place someone lives.
+    _rel("home_city", r"\blive[sd]?\b|\bliving in\b|\bresides?\b|\bresiding\b|\bresident of\b|\bresidence\b"
+                      r"|(?<!from )\bhome (?:for|of|to|is|in|city|town)\b|(?:\b(?:a|new|her|his|their)|'s) home\b|\bcalls? § home\b"
+                      r"|\bmoved to\b|\brelocated to\b|\bsettled in\b|\bbased (?:in|out of)\b"),
+    _rel("employer", r"\bwork(?:s|ed)? (?:at|for)\b|\bworking (?:at|for)\b|\bemployed (?:by|at)\b|\bemployer\b"
+                     r"|\bjob (?:at|with)\b|\bemploys\b|\bhired by\b|\bon the payroll of\b|\bemployee (?:of|at)\b",
+         r"\bemploys\b"),
+    _rel("lead", r"\blead\b|\bled by\b|\bheaded by\b|\bin charge of\b|\brun by\b|" + _LEADS, _LEADS),
+    _rel("account_manager", r"\baccount (?:manager|executive|owner|lead)\b|\bcustomer success manager\b|\bcsm\b"
+                            r"|\b(?:point of|primary|main) contact\b|\blooks after\b|\bhandles\b|\baccount\b",
+         r"\blooks after\b|\bhandles\b"),
+    _rel("manager", r"\breports? (?:to|into)\b|\breporting to\b|(?<!account )(?<!success )\bmanager\b"
+                    r"|\bmanaged by\b|\bmanages\b|\bboss\b|\bsupervis(?:or|es|ed by)\b|\bworks under\b",
+         r"\bmanages\b|\bsupervises\b"),
+    _rel("billing_plan", r"\bplan\b|\btier\b|\bsubscription\b|\bsubscribed to\b|\bsubscribes to\b|\bbilled on\b"
+                         r"|\bupgraded to\b|\bdowngraded to\b"),
+    _rel("owner", r"\bowned by\b|\bowns\b|\bparent company\b|\bsubsidiary of\b|\bacquired by\b|\bunit of\b"
+                  r"|\bowner\b|\bbought by\b", r"\bowns\b"),
+    _rel("spouse", r"\bmarried to\b|\bwife\b|\bhusband\b|\bspouse\b"),
+    _rel("mentor", r"\bmentor(?:s|ed by)?\b", r"\bmentors\b"),
+    _rel("coach", r"\bcoach(?:es|ed by)?\b|\btrained by\b|\btrainer\b", r"\bcoaches\b"),
+    _rel("doctor", r"\bdoctor\b|\bphysician\b|\bgp\b|\bpatient of\b|\btreated by\b"),
+    _rel("dentist", r"\bdentist\b"),
+    _rel("landlord", r"\blandlord\b|\brents from\b|\brents (?:his|her|their|a) \w+ from\b"),
+    _rel("lawyer", r"\blawyer\b|\battorney\b|\bsolicitor\b|\blegal counsel\b|\brepresented by\b"),
+    _rel("bank", r"\bbanks with\b|(?:\b(?:her|his|their|its)|'s) bank\b|\bbank is\b|\bbanking partner\b"),
+    _rel("supplier", r"\bsuppl(?:ier|ies|ied by)\b|\bvendor\b", r"\bsupplies\b"),
+    _rel("auditor", r"\baudit(?:or|ed by|s)\b", r"\baudits\b"),
+    _rel("sponsor", r"\bsponsor(?:s|ed by)?\b", r"\bsponsors\b"),
+    _rel("investors", r"\binvest(?:or|ors|ed in|s in)\b|\bbacked by\b|\bbacks\b", multi=True),
+    _rel("car", r"\bdrives\b|(?:\b(?:her|his|their)|'s) car\b|\bcar is\b"),
+    _rel("team", r"\bplays for\b|\bsigned (?:with|for)\b"),
+    _rel("work_location", r"\bworks? (?:from|out of|in)\b|\bdesk\b|\bsits in\b|\bbased at\b|\bworkplace\b"),
+    _rel("email", r"\be-?mail\b|\bwrite to\b", numeric=None),
+    _rel("deadline", r"\bdeadline\b|\bdue\b", numeric=None, dated=True),
+    _rel("launch_date", r"\blaunch(?:es|ed|ing)?\b|\brelease date\b|\bgo(?:es)? live\b|\bships on\b", numeric=None,
+         dated=True),
+    _rel("rent", r"\brent\b|\brents for\b", numeric=True),
+    _rel("salary", r"\bsalary\b|\bearns\b", numeric=True),
+    _rel("seats", r"\bseats\b|\blicen[cs]es\b|\busers\b", numeric=True),
+    _rel("school", r"\bstud(?:ies|ied|ying) at\b|\bstudent at\b|\benrolled at\b|\bgraduate of\b|\bgraduated from\b"),
+    _rel("birthplace", r"\bborn in\b|\bbirthplace\b|\bnative of\b|\bhometown\b"),
+    _rel("budget", r"\bbudget\b", numeric=True),
+    _rel("headcount", r"\bemployees\b|\bheadcount\b|\bworkforce\b|\bstaff\b|\bemploys\b|\bon (?:its|the) payroll\b",
+         numeric=True),
+    _rel("revenue", r"\brevenue\b|\bturnover\b|\bannual sales\b", numeric=True),
+    _rel("price", r"\bcosts?\b|\bprice[ds]?\b|\bpriced at\b|\bsells for\b", numeric=True),
+    _rel("valuation", r"\bvalued at\b|\bvaluation\b", numeric=True),
+    _rel("age", r"\byears? old\b|\baged\b", numeric=True),
+    _rel("languages", r"\bspeaks\b|\bfluent in\b", multi=True),
+    _rel("sites", r"\b(?:opened|opens|opening|has|have|operates|runs|added|launched|built|owns)\b(?: [\w§-]+){0,3}? "
+                  r"(?:showroom|branch|store|shop|office|factory|plant|warehouse|outlet|studio|lab|depot|clinic"
+                  r"|campus)s?\b", multi=True, numeric=None),
+)
+
+_MULTI = frozenset(r.name for r in RELATIONS if r.multi)
+_LEXICON_NAMES = frozenset(r.name for r in RELATIONS)
+
+# "favourite film" / "loves X more than any other film": one group per kind of thing.
+_FAVOURITE = re.compile(r"\bfavou?rite (\w+)|\bmore than any other (\w+)|\bbest-loved (\w+)|\ball-time (\w+)"
+                        r"|\bof all (?:the )?(\w+)|\bfavou?rite\b")
+_SAME_THING = {"movie": "film", "films": "film", "movies": "film", "novel": "book", "books": "book", "novels": "book",
+               "color": "colour", "dish": "food", "meal": "food", "tune": "song", "track": "song"}
+
+# ----------------------------------------------------------------------------------------- names
+
+_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[$€£]?\d(?:[\d,.:]*\d)?(?:\s?(?:%|am|pm))?|[^\W\d_][\w'’-]*|\S")
+_SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9}
+_CURRENCY_WORDS = {"dollars", "dollar", "euros", "euro", "pounds", "usd", "eur", "gbp"}
+# Capitalised at the start of a sentence, or part of a title: grammar, not a name.
+_COMMON = frozenset("""the a an this that these those our their his her its my your since as in on at from after
+    before today now currently yesterday recently home billing favourite favorite head when according update
+    correction note per following effective starting also both every each all no not there it she he they we
+    for of by with to where who which what new old former latest current main chief you i we""".split())
+_SENTENCE_PUNCT = frozenset(':;.!?"“(—–-')
+_TITLES = frozenset("""ceo cfo cto coo cmo chief executive officer dr mr mrs ms prof president chair chairman
+    chairwoman director manager founder head hq vp""".split())
+_MONTHS = frozenset("""january february march april may june july august september october november december
+    jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday
+    sunday""".split())
+_COMPANY_WORDS = frozenset("""inc ltd llc plc gmbh corp co group labs lab robotics foods systems data dynamics
+    logistics bio holdings partners industries technologies tech software media capital bank motors energy
+    health pharma studios works company""".split())
+# "of X" marks X as the subject ("the chief executive of X") except after these nouns, where X is the
+# value ("a resident of X" lives in X).
+_OF_VALUE = re.compile(r"\b(?:resident|employee|subsidiary|member|citizen|part|out|native|graduate|fan|unit"
+                       r"|student|staff|payroll|works?|working|worked|job)\s+(?:of|for)\s*$")
+_SUBJECT_MARK = re.compile(r"(?:\b(?:of|for|where)|\bhome to|\bat)\s*$")
+_RELATIVE = re.compile(r"§\s+(?:is|was)\s+(?:the|a|an)\s+[a-z -]+\s+§")
+_AT_SUBJECT = re.compile(r"\b(?:chief executive|ceo|cfo|cto|officer|manager|head|boss|chair\w*)\s+at\s*$")
+_NEGATION = re.compile(r"\b(?:not|no longer|never|neither|nor)\b|n['’]t\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    start: int           # character offsets in the sentence
+    end: int
+    text: str            # as written (possessive ending dropped)
+    key: str             # compared form: casefolded, numbers canonical
+    possessive: bool
+    number: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    subject: str
+    relation: str                  # the group name: one name per attribute
+    relations: frozenset[str]      # every group the wording fits ("based in": headquarters or home_city)
+    value: str
+    subject_key: str
+    value_key: str
+    negated: bool
+    past: bool                     # "former", "previously", "used to": not a statement of the current value
+    tail: bool                     # the value is lower-case words ending the sentence, not a name
+    lexical: bool                  # the relation comes from the lexicon (not from a relational noun)
+    others: frozenset[str]         # names in the sentence besides the subject and the value
+    detail: frozenset[str]         # content words besides the names and the relation's words
+
+
+def number_key(text: str) -> str | None:
+    """'2 million', '2,000,000', '$2M', '2m' -> '2000000'; None when text is not a number."""
+    t = text.casefold().replace("’", "'").strip()
+    m = re.fullmatch(r"[$€£]?\s*(\d[\d,]*(?:\.\d+)?)\s*((?:thousand|million|billion|mn|bn|k|m|b)?)\.?(?:\s+(?:dollars?|euros?|pounds?|usd|eur|gbp))?", t)
+    if not m:
+        return None
+    digits, scale = m.group(1), m.group(2)
+    if scale and scale not in _SCALE:
+        return None
+    if "," in digits and not re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", digits):
+        return None  # "1,5" is not a thousands grouping: leave it alone
+    n = float(digits.replace(",", "")) * _SCALE.get(scale, 1)
+    return f"{n:.6f}".rstrip("0").rstrip(".")
+
+
+def value_key(text: str) -> str:
+    n = number_key(text)
+    if n is not None:
+        return n
+    words_ = normalise(text).split()
+    if words_ and words_[0] == "the":
+        words_ = words_[1:]
+    while len(words_) > 1 and words_[-1] in {"plan", "tier", "package", "subscription", "film", "movie", "city",
+                                              "inc", "ltd", "llc", "corp", "plc"}:
+        words_ = words_[:-1]
+    return " ".join(words_)
+
+
+def _is_name(tok: str) -> bool:
+    return tok[0].isupper() or tok[0].isdigit() or tok[0] in "$€£" or "@" in tok
+
+
+def names(text: str) -> tuple[Span, ...]:
+    """The sentence's name and number spans, in order."""
+    toks = [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
+    spans: list[Span] = []
+    run: list[tuple[int, int, str]] = []
+
+    def close() -> None:
+        # Titles at the start of a run are not part of the name ("Chief Executive Soren Yarrow").
+        while run and run[0][2].casefold().rstrip("'’s") in _TITLES:
+            run.pop(0)
+        while len(run) > 1 and run[-1][2].casefold() in _TITLES:  # "the Halcyon Robotics CEO"
+            run.pop()
+        if run:
+            spans.append(_span(text, run))
+        run.clear()
+
+    for i, (s, e, tok) in enumerate(toks):
+        low = tok.casefold()
+        nxt = toks[i + 1][2] if i + 1 < len(toks) else ""
+        initial = i == 0 or toks[i - 1][2] in _SENTENCE_PUNCT
+        if _is_name(tok) and not (initial and (low in _COMMON or low in _TITLES)):
+            if initial and nxt[:1].islower() and nxt.casefold() in {"for", "of", "to", "in", "at"}:
+                close()  # "Home for Amara ..."
+                continue
+            if run and text[run[-1][1]:s].strip():  # only spaces may join the words of a name
+                close()
+            run.append((s, e, tok))
+            if tok.endswith(("'s", "’s", "'", "’")):
+                close()  # a possessive ends the name
+        elif run and low in _SCALE and run[-1][2].lstrip("$€£")[:1].isdigit() or run and low in _CURRENCY_WORDS:
+            run.append((s, e, tok))  # "2 million", "20 dollars"
+        else:
+            close()
+    close()
+    # A month, a month and year, or a year after "in / since / ..." is a time, not a subject or a value
+    # ("Since March 2024, ..."); "March 31" and "a headcount of 2000" are values.
+    return tuple(sp for sp in spans if sp.key not in _TITLES and not _is_time(text, sp))
+
+
+def _tail_value(text: str) -> Span | None:
+    """A value in lower case that ends the sentence after "is": "Emma's favourite colour is blue"."""
+    m = _TAIL.search(text)
+    if m is None or m.group(1).casefold() in _STOP:
+        return None
+    return Span(m.start(1), m.end(1), m.group(1), " ".join(m.group(1).casefold().split()), False, False)
+
+
+_TAIL = re.compile(r"\b(?:is|are|remains|became|becomes)\s+(?:now\s+)?(?:the\s+|a\s+|an\s+)?"
+                   r"([a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s*[.!]?\s*$")
+
+
+def _is_time(text: str, sp: Span) -> bool:
+    ws = sp.text.casefold().split()
+    if any(w in _MONTHS for w in ws):
+        return all(w in _MONTHS or _YEAR.fullmatch(w) for w in ws)
+    return len(ws) == 1 and _YEAR.fullmatch(ws[0]) is not None and (
+        _TIME_WORD.search(text[:sp.start]) is not None or not text[:sp.start].strip())
+
+
+_YEAR = re.compile(r"(?:1[89]|20)\d\d")
+_TIME_WORD = re.compile(r"\b(?:in|since|from|until|till|by|before|after|during|around|circa|as of)\s+$"
+                        r"|,\s*$", re.IGNORECASE)
+
+
+def _span(text: str, run: list[tuple[int, int, str]]) -> Span:
+    start, end = run[0][0], run[-1][1]
+    raw = text[start:end]
+    possessive = raw.endswith(("'s", "’s", "'", "’"))
+    if possessive:
+        raw = re.sub(r"['’]s?$", "", raw)
+        end = start + len(raw)
+    n = number_key(raw)
+    key = n if n is not None else " ".join(normalise(raw).split())
+    return Span(start, end, raw, key, possessive, n is not None)
+
+
+def _project(text: str, own: tuple[Span, ...], other: tuple[Span, ...]) -> tuple[Span, ...]:
+    """The other sentence's names found here in any case ("halcyon robotics"), added to this one's."""
+    folded = text.casefold()
+    extra: list[Span] = []
+    for sp in other:
+        if sp.number or any(sp.key == o.key for o in own):
+            continue
+        for m in re.finditer(r"(?<!\w)" + re.escape(sp.text.casefold()) + r"(?!\w)", folded):
+            if not any(m.start() < o.end and o.start < m.end() for o in (*own, *extra)):
+                poss = text[m.end():m.end() + 2] in ("'s", "’s") or text[m.end():m.end() + 1] in ("'", "’")
+                extra.append(Span(m.start(), m.end(), text[m.start():m.end()], sp.key, poss, False))
+                break
+    return tuple(sorted((*own, *extra), key=lambda s: s.start))
+
+
+# ------------------------------------------------------------------------------------------ facts
+
+_STOP = frozenset("""a an the is are was were be been being has have had of in on at to for by with as and or but
+    its it his her their our this that which who whom whose now also currently still since from into than
+    any other more most very so then there here not no longer where these days update correction latest today
+    nowadays lately recently anymore billing took over appointed named became becomes serves serving acts role
+    position officially made make makes calls call pays paid likes love loves best all again""".split())
+_RELATION_WORDS = frozenset(w for r in RELATIONS for w in re.findall(r"[a-z]+", re.sub(r"\\[bswd]", " ", r.words.pattern))
+                            if len(w) > 2)
+
+
+def _relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int, str]]]:
+    """The lexicon groups the masked sentence fits, where the first one's words sit, and the
+    character ranges of every relation word found. Without a lexicon group, a relational noun
+    ("the mayor of X", "X's mayor") names the attribute by itself."""
+    found: list[tuple[int, Relation]] = []
+    covered: list[tuple[int, int, str]] = []  # where each relation's words sit
+    for rel in RELATIONS:
+        first = rel.words.search(masked)
+        if first:
+            found.append((first.start(), rel))
+            covered += [(m.start(), m.end(), rel.name) for m in rel.words.finditer(masked)]
+    fav = _FAVOURITE.search(masked)
+    if fav:
+        thing = next((g for g in fav.groups() if g), "thing")
+        thing = _SAME_THING.get(thing, thing)
+        found = [f for f in found if f[1].name != "sites" and not f[1].numeric]  # "favourite shop" is not a site
+        found.append((fav.start(), Relation(f"favourite_{thing}", _FAVOURITE)))
+        covered.append((fav.start(), fav.end(), f"favourite_{thing}"))
+    if not found:
+        noun = _RELATIONAL_NOUN.search(masked)
+        if noun is None:
+            return [], -1, []
+        words_ = [w for w in (noun.group("of") or noun.group("poss") or noun.group("as")).split() if w not in _ADJECTIVES]
+        if not words_ or words_[-1] in _STOP:
+            return [], -1, []
+        name = "_".join(words_)
+        multi = words_[-1] in _MULTI_NOUNS or (words_[-1].endswith("s") and not words_[-1].endswith("ss"))
+        found.append((noun.start(), Relation(name, re.compile(re.escape(" ".join(words_))), multi=multi,
+                                             numeric=None)))
+        covered.append((noun.start(), noun.end(), name))
+    found.sort(key=lambda f: f[0])
+    return [r for _, r in found], found[0][0], covered
+
+
+# "the mayor of X" / "X's mayor is" / "X has Y as its mayor": a noun of one to three words.
+_NOUN = r"((?:[a-z][a-z-]*\s+){0,2}[a-z][a-z-]*)"
+_RELATIONAL_NOUN = re.compile(
+    rf"\b(?:the|its|his|her|their)\s+(?P<of>{_NOUN[1:-1]})\s+(?:of|for)\s+§"
+    rf"|§'s\s+(?P<poss>{_NOUN[1:-1]})\s+(?:is|was|remains|has been|are)\b"
+    rf"|§\s+(?:has|have)\s+§\s+as\s+(?:its|his|her|their)\s+(?P<as>{_NOUN[1:-1]})\b")
+_ADJECTIVES = frozenset("""new current former latest present acting interim all-time longtime long-time own first
+    official main sole only""".split())
+_MULTI_NOUNS = frozenset("""friend colleague neighbour neighbor client customer member child son daughter sibling
+    brother sister cousin investor partner supplier fan student employee guest visitor""".split())
+_PAST = re.compile(r"\b(?:former|formerly|previous|previously|used to|ex-\w+|once|(?<!has )(?<!have )(?:lived|worked|resided)|was the"
+                   r"|was based|was headquartered|was led|had been|until|back then)\b")
+
+
+def _covered(covered: list[tuple[int, int, str]], at: int) -> bool:
+    return any(s <= at < e for s, e, _ in covered)
+
+
+# Where the clause holding the fact ends: ", who also chairs ..." adds detail, not the relation.
+_CLAUSE_END = re.compile(r",|;|\s(?:who|which|whose|and|but|while|after|before)\s")
+
+
+def _modifier(masked: str, at: int, covered: list[tuple[int, int, str]]) -> bool:
+    """Is the name at `at` a modifier: after a determiner and before a noun that is no relation word?"""
+    if not re.search(r"\b(?:the|a|an|its|our|their|his|her|my|your|this|that)\s+$", masked[:at]):
+        return False
+    after = re.match(r"(?:'s)?\s+([a-z][a-z-]*)", masked[at + 1:])
+    return after is not None and after.group(1) not in _STOP and not _covered(covered, at + 1 + after.start(1))
+
+
+def _linked(masked: str, pa: int, pb: int, covered: list[tuple[int, int, str]]) -> bool:
+    """Do only relation words and grammar words stand between the two names? Also allowed: the noun
+    after a possessive ("Amara's sister lives in ...": see `_whose`) and an adjective before the
+    second name ("drives a red Toyota")."""
+    between = masked[pa + 1:pb]
+    for m in re.finditer(r"(?<!')[a-z][a-z'-]*", between):  # (not the s of "'s")
+        w = m.group()
+        if w in _STOP or w in _ADJECTIVES or w in _TITLES or w in _AUXILIARIES or w.endswith("ly") \
+                or _covered(covered, pa + 1 + m.start()):
+            continue
+        if re.fullmatch(r"'s\s+", between[:m.start()]) or (
+                re.search(r"\b(?:a|an|the)\s+$", between[:m.start()]) and not between[m.end():].strip()):
+            continue
+        return False
+    return True
+
+
+_AUXILIARIES = frozenset("does do did doesn't don't didn't will would can could may might should must shall "
+                         "isn't wasn't".split())
+
+
+def _whose(masked: str, subject: Span, at: int, covered: list[tuple[int, int, str]]) -> str:
+    """A noun that makes the subject another entity: "Amara's sister lives in ..." is about the sister,
+    "the sister of Amara lives in ..." too. Returns "" or the noun ("sister")."""
+    if subject.possessive:
+        for m in re.finditer(r"§|[a-z][a-z'-]*", masked[at + 3:]):
+            if m.group() == "§" or _covered(covered, at + 3 + m.start()):
+                return ""
+            if m.group() not in _STOP and m.group() not in _ADJECTIVES:
+                return m.group()
+        return ""
+    m = re.search(r"([a-z][a-z'-]*)\s+(?:of|for)\s+$", masked[:at])
+    if m and not _covered(covered, m.start(1)) and m.group(1) not in _STOP and m.group(1) not in _ADJECTIVES \
+            and not _OF_VALUE.search(masked[:at]):
+        return m.group(1)
+    return ""
+
+
+def _mask(text: str, spans: tuple[Span, ...]) -> tuple[str, list[int]]:
+    """The lowercased sentence with each name replaced by '§', and where each '§' sits."""
+    out, at, pos = [], 0, []
+    for sp in spans:
+        out.append(text[at:sp.start].lower())
+        pos.append(sum(len(p) for p in out))
+        out.append("§" + ("'s" if sp.possessive else ""))
+        at = sp.end + (len(text[sp.end:]) - len(re.sub(r"^['’]s?", "", text[sp.end:])) if sp.possessive else 0)
+    out.append(text[at:].lower())
+    return "".join(out).replace("’", "'"), pos
+
+
+def extract(text: str, other: str | None = None) -> Fact | None:
+    """The sentence's triple, or None when its attribute is not in the lexicon or its names are
+    not clear. `other`: a sentence it is compared with, whose names are looked for here in any case.
+    Cached per sentence: a neighbour's text is read once, however many writes it is compared with."""
+    text = unicodedata.normalize("NFKC", text)
+    if other is None or len(_names(text)) >= 2:
+        return _extract(text, ())
+    return _extract(text, _names(unicodedata.normalize("NFKC", other)))
+
+
+@lru_cache(maxsize=16384)
+def _names(text: str) -> tuple[Span, ...]:
+    return names(text)
+
+
+@lru_cache(maxsize=16384)
+def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
+    spans = _names(text)
+    if other_names and len(spans) < 2:
+        spans = _project(text, spans, other_names)
+    tail = len(spans) == 1 and _tail_value(text)
+    if tail:
+        spans = (*spans, tail) if tail.start >= spans[0].end else ()
+    if len(spans) < 2:
+        return None
+    masked, pos = _mask(text, spans)
+    rels, at, covered = _relations(masked)
+    if not rels:
+        return None
+    # "the Lisbon marathon", "the Halcyon Robotics board meeting": a name used as a modifier is no argument.
+    kept = tuple(sp for sp, p in zip(spans, pos) if not _modifier(masked, p, covered))
+    if len(kept) < 2:
+        return None
+    if len(kept) < len(spans):
+        spans = kept
+        masked, pos = _mask(text, spans)
+        rels, at, covered = _relations(masked)
+        if not rels:
+            return None
+    # The two names nearest the relation's words, in sentence order.
+    nearest = sorted(sorted(range(len(spans)), key=lambda i: abs(pos[i] - at))[:2])
+    a, b = (spans[i] for i in nearest)
+    pa, pb = (pos[i] for i in nearest)
+    if not _linked(masked, pa, pb, covered):
+        return None  # other words join the two names ("Tom's car broke down near Leeds")
+    clause = _CLAUSE_END.search(masked, max(pa, pb) + 1)
+    limit = clause.start() if clause else len(masked)
+    in_clause = [r for r in rels if any(s < limit and name == r.name for s, _, name in covered)]
+    if in_clause:
+        rels = in_clause
+        covered = [c for c in covered if c[0] < limit and c[2] in {r.name for r in rels}]
+    before_b = masked[:pb]
+    marked_b = (b.possessive or (_SUBJECT_MARK.search(before_b) is not None and not _OF_VALUE.search(before_b)
+                                 and (not before_b.rstrip().endswith(" at") or _AT_SUBJECT.search(before_b)))
+                # "Scale is the plan Copperline Foods is billed on": a relative clause about the subject
+                or (_RELATIVE.search(masked, pa, pb + 1) is not None and re.match(r"\s+[a-z]", masked[pb + 1:])))
+    value_first = any(r.value_first and r.value_first.search(masked, pa, pb) and " by " not in masked[pa:pb]
+                      for r in rels)
+    if a.possessive and not b.possessive:
+        subject, value = a, b
+    elif (marked_b or value_first) and not b.number:
+        subject, value = b, a
+    else:
+        subject, value = a, b
+    if subject.number:
+        return None
+    dated = any(w in _MONTHS for w in value.key.split()) or bool(re.search(r"\d", value.text))
+    rels = [r for r in rels if (r.numeric is None or r.numeric == value.number) and (dated or not r.dated)]
+    if not rels:
+        return None
+    whose = _whose(masked, subject, pos[spans.index(subject)], covered)
+    subject_key = f"{subject.key} / {whose}" if whose else subject.key
+    others = frozenset(sp.key for sp in spans if sp is not subject and sp is not value)
+    detail = frozenset(m.group() for m in re.finditer(r"[a-z][a-z'-]+", masked)
+                       if m.group() not in _STOP and m.group() not in _RELATION_WORDS and m.group() not in _MONTHS
+                       and not _covered(covered, m.start()))
+    return Fact(subject=f"{subject.text}'s {whose}" if whose else subject.text, relation=_name(rels, subject_key),
+                relations=frozenset(r.name for r in rels), value=value.text, subject_key=subject_key,
+                value_key=value_key(value.text), negated=_NEGATION.search(masked) is not None,
+                past=_PAST.search(masked) is not None, tail=value is tail, others=others, detail=detail,
+                lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"))
+
+
+def keyable(fact: Fact | None) -> bool:
+    """May this fact key a memory (so current_value returns it)? Not when it is negated, told as past,
+    or one of several values a subject holds at once."""
+    return fact is not None and not (fact.negated or fact.past or fact.relation in _MULTI)
+
+
+def text_key(text: str) -> tuple[str | None, str | None]:
+    """The (subject, relation) a sentence keys, or (None, None)."""
+    fact = extract(text)
+    return (fact.subject, fact.relation) if keyable(fact) else (None, None)
+
+
+def _name(rels: list[Relation], subject_key: str) -> str:
+    """The attribute's name; "based in" is a head office for a company and a home for anyone else."""
+    names_ = [r.name for r in rels]
+    if {"headquarters", "home_city"} <= set(names_) and len(names_) == 2 or names_[:2] == ["headquarters",
+                                                                                          "home_city"]:
+        company = subject_key.split()[-1] in _COMPANY_WORDS
+        return "headquarters" if company else "home_city"
+    return names_[0]
+
+
+def shared_relation(a: Fact, b: Fact) -> str | None:
+    """The attribute two facts share: the first lexicon group both fit, or None."""
+    both = a.relations & b.relations
+    if not both:
+        return None
+    order = [r.name for r in RELATIONS]
+    return min(both, key=lambda n: order.index(n) if n in order else -1)
+
+
+Verdict = Literal["duplicate", "child_update", "contradiction_fork", "separate", "unknown"]
+
+
+def compare(old: Fact, new: Fact) -> Verdict:
+    """How a new sentence's fact stands to an old one's. Unsure means separate: never invalidate on a guess.
+    "unknown": the relations differ but one was only guessed from a noun; the caller compares frames."""
+    if shared_relation(old, new) is None:
+        return "separate" if old.lexical and new.lexical else "unknown"
+    if old.subject_key != new.subject_key:
+        return "separate"  # another subject (twins, sister companies, a manager chain)
+    if old.tail != new.tail:
+        return "separate"  # "Tom's car is red" says nothing about "Tom drives a Toyota"
+    if old.past or new.past:
+        return "duplicate" if old.value_key == new.value_key and old.past == new.past else "separate"
+    if old.value_key == new.value_key:
+        if old.negated != new.negated:
+            return "contradiction_fork"  # "lives in Lisbon" -> "no longer lives in Lisbon"
+        if new.others - old.others or len(new.detail - old.detail) >= 2:
+            return "child_update"
+        return "duplicate"
+    if shared_relation(old, new) in _MULTI or old.negated or new.negated:
+        return "separate"  # a second showroom is not a moved one
+    return "contradiction_fork"

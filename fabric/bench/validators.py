@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import ValidationError, ValidatorError
-from ..placement.validator import Candidate, IncomingWrite, Validator, check_decision
+from ..placement.validator import Candidate, IncomingWrite, Validator, check_decision, pregate
 from ..types import DECISION_KINDS
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
@@ -85,8 +85,18 @@ def load_pairs(path: str | Path | None = None) -> list[Pair]:
     return pairs
 
 
-def build_cases(pairs: Sequence[Pair], embedder: Any) -> list[Case]:
-    """Embed every text once (one batch) and build each pair's write and candidates."""
+def stored_key(text: str, *, near_similarity: float) -> tuple[str | None, str | None, str | None]:
+    """The (subject, relation, value) a text-only memory would carry once placed: a first write with
+    nothing near is placed by the pre-gate, which gives it the key its sentence states (if any)."""
+    d = pregate(IncomingWrite(id=uuid.uuid4(), org="bench", content=text, valid_from=T_EXISTING), [],
+                near_similarity=near_similarity)
+    return (d.subject, d.relation, d.value) if d is not None else (None, None, None)
+
+
+def build_cases(pairs: Sequence[Pair], embedder: Any, *, near_similarity: float = 0.55) -> list[Case]:
+    """Embed every text once (one batch) and build each pair's write and candidates, as placement
+    gathers them: each existing memory with the key it was stored under, and `key_match` when that
+    is the key the new sentence states (placement looks those up beyond the nearest neighbours)."""
     texts: list[str] = []
     for pr in pairs:
         texts += [pr.new, pr.existing, *pr.context]
@@ -94,13 +104,17 @@ def build_cases(pairs: Sequence[Pair], embedder: Any) -> list[Case]:
     cases, i = [], 0
     for pr in pairs:
         new_vec = vecs[i]
+        new_key = stored_key(pr.new, near_similarity=near_similarity)[:2]
         olds = [pr.existing, *pr.context]
         cands = []
         for j, text in enumerate(olds):
             cid = uuid.uuid4()
             sim = float(np.dot(new_vec, vecs[i + 1 + j]))
+            subject, relation, value = stored_key(text, near_similarity=near_similarity)
             cands.append(Candidate(id=cid, content=text, similarity=sim, valid_from=T_EXISTING, valid_to=None,
-                                   parent_id=None, root_id=cid, depth=0, version=1))
+                                   parent_id=None, root_id=cid, depth=0, version=1, subject=subject,
+                                   relation=relation, value=value,
+                                   key_match=subject is not None and (subject, relation) == new_key))
         i += 1 + len(olds)
         cands.sort(key=lambda c: -c.similarity)  # as gather_candidates orders them
         target = next(c.id for c in cands if c.content == pr.existing)
@@ -218,7 +232,7 @@ def bench(*, settings: Any, use_llm: bool | None = None, pairs_path: str | Path 
         if not pairs:
             raise ValidationError("split", f"no pair of split {split!r} in {pairs_path or DEFAULT_PAIRS}")
     embedder = embedder or make_embedder(settings)
-    cases = build_cases(pairs, embedder)
+    cases = build_cases(pairs, embedder, near_similarity=settings.near_similarity)
     configured = bool(settings.openai_base_url and settings.llm_model)
     if use_llm is None:
         use_llm = configured or llm_validator is not None

@@ -269,3 +269,46 @@ def bench_sets(*, settings: Any, pairs_paths: Sequence[str | Path] = DEFAULT_SET
     sets = [bench(settings=settings, use_llm=use_llm, pairs_path=p, pregate=pregate, embedder=embedder,
                   llm_validator=llm_validator, split=split) for p in pairs_paths]
     return {"sets": sets, "llm_configured": bool(settings.openai_base_url and settings.llm_model)}
+
+
+def _cell(s: dict[str, Any] | None) -> str:
+    return "—" if not s or not s["n"] else f"{s['correct']}/{s['n']} ({100 * s['accuracy']:.0f}%)"
+
+
+def markdown(result: dict[str, Any], command: str | None = None) -> str:
+    """Per set: accuracy per decision kind, overall and per split, wrong invalidations, cost."""
+    lines = ["# fabric bench validators", ""]
+    if command:
+        lines += [f"`{command}`", ""]
+    for one in result["sets"]:
+        runs = one["runs"]
+        splits = [sp for sp in SPLITS if sp in runs[0]["splits"]]
+        cols = [(r, None) for r in runs] + [(r, sp) for r in runs for sp in splits]
+        names = [r["validator"] + (f" ({r['model']})" if r["model"] else "") + (f", {sp}" if sp else "")
+                 for r, sp in cols]
+        lines += [f"## {one['set']}: {one['pairs']} pairs" + (f" (split {one['split']})" if one["split"] else ""),
+                  "", "| label | pairs | " + " | ".join(names) + " |", "|---|---:|" + "---:|" * len(cols)]
+
+        def row(label: str, n: Any, pick) -> str:
+            return f"| {label} | {n} | " + " | ".join(pick(r["splits"][sp] if sp else r) for r, sp in cols) + " |"
+
+        for kind, count in one["per_kind"].items():
+            lines.append(row(kind, count, lambda s, k=kind: _cell(s["per_kind"][k])))
+        lines.append(row("**overall**", one["pairs"], lambda s: f"**{s['correct']}/{s['pairs']} "
+                                                                f"({100 * s['accuracy']:.1f}%)**"))
+        lines.append(row("unrelated facts wrongly invalidated", one["per_kind"]["new_branch"],
+                         lambda s: f"{s['wrong_invalidations']}/{s['unrelated']} "
+                                   f"({s['wrong_invalidations_per_50'] or 0:.1f} per 50)"))
+        lines.append("")
+        for r in runs:
+            name = r["validator"] + (f" ({r['model']})" if r["model"] else "")
+            p50 = r["latency_ms_p50"]
+            lines.append(f"- {name}: {r['validator_calls']} validator calls ({r['pregated']} pairs pre-gated), "
+                         f"p50 {p50:.1f} ms per call, {r['prompt_tokens']} / {r['completion_tokens']} tokens, "
+                         f"{r['errors']} gave up, {r['seconds']:.0f} s" if p50 is not None else
+                         f"- {name}: no validator call")
+            if r["misses"]:
+                lines.append("  misses: " + ", ".join(f"{m['id']} ({m['label']} → {m['predicted']})"
+                                                      for m in r["misses"]))
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

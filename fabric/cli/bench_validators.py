@@ -34,6 +34,7 @@ def validators(
     pregate: bool = typer.Option(True, "--pregate/--no-pregate",
                                  help="Decide through the pre-gates as placement does (default), or ask the "
                                       "validator on every pair."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also write validators.json and validators.md here."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Accuracy of the rule validator (baseline) and the LLM validator on existing/new pairs.
@@ -45,7 +46,8 @@ def validators(
 
     Example: OPENAI_BASE_URL=http://127.0.0.1:8080/v1 OPENAI_API_KEY=local FABRIC_LLM_MODEL=qwen fabric bench validators --llm
     """
-    from ..bench.validators import DEFAULT_SETS, bench_sets
+    from ..bench.report import write_json
+    from ..bench.validators import DEFAULT_SETS, bench_sets, markdown
     from ..config import Settings
 
     with handle_errors():
@@ -56,6 +58,12 @@ def validators(
             raise typer.Exit(EXIT_USAGE)
         result = bench_sets(settings=settings, use_llm=llm, pairs_paths=pairs or DEFAULT_SETS, pregate=pregate,
                             split=split)
+    if out is not None:
+        command = "fabric bench validators" + (" --llm" if llm else "") + (f" --split {split}" if split else "") \
+            + "".join(f" --pairs {p}" for p in pairs or ())
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(result, out / "validators.json")
+        (out / "validators.md").write_text(markdown(result, command))
     if as_json:
         print_json(result)
         return

@@ -33,27 +33,51 @@ def _rows(results, backend, phrasing="same"):
     return {r["kind"]: r for r in results["by_kind"] if r["backend"] == backend and r["phrasing"] == phrasing}
 
 
-@pytest.mark.parametrize("backend", ["fabric-keys", "fabric-text"])
-def test_fabric_meets_its_bar(quick, backend):
+# Where a column does not reach the bar yet, the test is a strict xfail naming what was measured:
+# it shows in every run, and passing it (XPASS) fails, so the mark goes when the bar is reached.
+BAR_NOT_MET: dict[tuple[str, str], str] = {}
+
+
+def _bar_cases():
+    for backend in ("fabric-keys", "fabric-text"):
+        for phrasing in tb.PHRASINGS:
+            why = BAR_NOT_MET.get((backend, phrasing))
+            marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+            yield pytest.param(backend, phrasing, marks=marks, id=f"{backend}-{phrasing}")
+
+
+@pytest.mark.parametrize("backend, phrasing", list(_bar_cases()))
+def test_fabric_meets_its_bar(quick, backend, phrasing):
+    """100% on every starred kind, no stale fact returned as current, no escalation: with keys and
+    text only, on same-template and on rephrased cases."""
     results, _ = quick
-    rows = _rows(results, backend)
+    rows = _rows(results, backend, phrasing)
     assert set(rows) == set(tb.KINDS)
+    mine = [q for q in results["queries"] if q["backend"] == backend and q["phrasing"] == phrasing]
     for kind in tb.MUST_KINDS:
         assert rows[kind]["queries"] >= tb.CASES_QUICK
         wrong = [(q["case"], q["asked"], q["question"], "expected", q["expected"], "got", q["got"])
-                 for q in results["queries"] if q["backend"] == backend and q["kind"] == kind and not q["correct"]]
-        assert not wrong, f"{backend} wrong on {kind}: {wrong}"
+                 for q in mine if q["kind"] == kind and not q["correct"]]
+        assert not wrong, f"{backend} ({phrasing}) wrong on {kind}: {wrong}"
+    assert sum(r["stale"] for r in rows.values()) == 0, "stale facts returned as current"
+    assert sum(r["escalations"] for r in rows.values()) == 0
+    assert sum(r["false_approvals"] for r in rows.values()) == 0
     summary = results["by_backend"][backend]
-    assert summary["stale_returned"] == 0
-    assert summary["escalations"] == 0
-    assert summary["false_approvals"] == 0
     assert summary["validator_calls_per_write"] is not None and summary["validator_calls_per_write"] <= 1
     assert summary["ingest_ms_per_write"] > 0 and summary["query_p95_ms"] >= summary["query_p50_ms"] > 0
-    assert results["bar"][backend] == {"ok": True, "failures": []}
-    # Every as-of question of fabric was answered right, and so was every multi-hop chain.
-    asof = [q for q in results["queries"] if q["backend"] == backend and q["asked"] != "now"
-            and q["kind"] in tb.MUST_KINDS]
+    # Every as-of question of fabric was answered right.
+    asof = [q for q in mine if q["asked"] != "now" and q["kind"] in tb.MUST_KINDS]
     assert asof and all(q["correct"] for q in asof)
+
+
+def test_the_conversational_stream_is_not_collapsed(quick):
+    """Distinct facts about the same people: at most 1% recorded as duplicates or superseded."""
+    results, _ = quick
+    c = results["conversation"]
+    assert c["turns"] == tb.TURNS_QUICK and sum(c["decisions"].values()) == c["turns"]
+    assert c["validator_calls_per_write"] <= 1
+    assert c["collapsed"] == c["duplicates"] + c["superseded"]
+    assert c["collapsed_share"] <= 0.01, c["examples"]
 
 
 def test_flat_baselines_are_measured_in_the_same_run(quick):

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-pytest_plugins = ["tests.fix_services"]
+pytest_plugins = ["tests.fix_services", "tests.fix_placement"]
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Restated facts in plain text (issue 10): the rule validator reads (subject, relation, value) out of
 each sentence (fabric/placement/facts.py) and places versions of one fact written in other words.
-Similarities come from the real embedding model, as in the worker."""
+Similarities come from the real embedding model, as in the worker (fixtures: tests/fix_placement.py)."""
 
 from __future__ import annotations
 
@@ -9,40 +9,17 @@ from datetime import datetime, timezone
 
 import pytest
 
-from fabric.config import Settings
-from fabric.embed import make_embedder
 from fabric.placement.facts import compare, extract, names, number_key
-from fabric.placement.rules import RuleValidator
 from fabric.placement.validator import Candidate, IncomingWrite, pregate
+from tests.fix_placement import decide
 
 T_OLD = datetime(2021, 1, 1, tzinfo=timezone.utc)
 T_NEW = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
 
-@pytest.fixture(scope="module")
-def embedder():
-    return make_embedder(Settings())
-
-
-@pytest.fixture(scope="module")
-def rules() -> RuleValidator:
-    s = Settings()
-    return RuleValidator(near_similarity=s.near_similarity, duplicate_similarity=s.duplicate_similarity)
-
-
 def place(rules, embedder, existing: str | list[str], new: str, *, new_from=T_NEW, old_from=T_OLD):
-    """The rule decision for `new` beside live `existing` memories (text only), and its target's text."""
-    olds = [existing] if isinstance(existing, str) else existing
-    vecs = embedder.embed([new, *olds])
-    cands = []
-    for text, vec in zip(olds, vecs[1:]):
-        cid = uuid.uuid4()
-        cands.append(Candidate(id=cid, content=text, similarity=float(vecs[0] @ vec), valid_from=old_from,
-                               valid_to=None, parent_id=None, root_id=cid, depth=0, version=1))
-    cands.sort(key=lambda c: -c.similarity)
-    write = IncomingWrite(id=uuid.uuid4(), org="t", content=new, valid_from=new_from)
-    d = pregate(write, cands, near_similarity=rules.near_similarity) or rules.decide(write, cands)
-    return d, {c.id: c.content for c in cands}.get(d.target_id)
+    """The decision for text-only `new` beside live `existing` memories, through the pre-gates."""
+    return decide(rules, embedder, existing, new, old_from=old_from, new_from=new_from, pregated=True)
 
 
 # The issue's table, and more ways people restate a fact: (first write, later write).
@@ -63,6 +40,17 @@ CHANGED_VALUE = [
     ("Ada Moreau reports to Jonathan Hale.", "Ada Moreau's manager is Priya Nair."),
     ("Bramble Data is headquartered in Riga.", "The head office of Bramble Data is in Vilnius."),
     ("Halcyon Robotics' CEO is Nadia Holmqvist.", "Update: the CEO of halcyon robotics is now Mira Olsen."),
+    ("Pavel Ibarra's favourite film is Paper Harbour.", "Copper Skies is the film Pavel Ibarra loves most."),
+    ("Halcyon Robotics' CEO is Nadia Holmqvist.",
+     "Halcyon Robotics' chief executive is now Soren Yarrow, replacing Nadia Holmqvist."),
+    ("Copperline Foods is on the Growth plan.", "Scale is the plan Copperline Foods is billed on."),
+    ("Helen Park is the CFO of Initech.", "Initech's finance chief is Raj Patel."),
+    ("Copperline Foods is on the Growth plan.", "Copperline Foods switched to the Scale plan."),
+    ("Tomasz Wren works at Kestrel Dynamics.", "Ostara Labs hired Tomasz Wren."),
+    ("Nadia Holmqvist is the chief executive of Halcyon Robotics.",
+     "Soren Yarrow succeeded Nadia Holmqvist as CEO of Halcyon Robotics."),
+    ("Bramble Data is headquartered in Riga.", "Bramble Data's head office is located in Vilnius."),
+    ("Ada Moreau reports to Jonathan Hale.", "Priya Nair is Ada Moreau's line manager."),
 ]
 
 SAME_VALUE = [
@@ -76,13 +64,15 @@ SAME_VALUE = [
 
 MORE_DETAIL = [
     ("Amara Draycott lives in Lisbon.", "Home for Amara Draycott is Lisbon, in a flat near the botanical garden."),
+    ("Amara Draycott lives in Lisbon.", "Home for Amara Draycott is a flat near the river in Lisbon."),
     ("Nadia Holmqvist is the chief executive of Halcyon Robotics.",
      "Halcyon Robotics is led by Nadia Holmqvist, who also chairs the audit committee."),
 ]
 
 ANOTHER_FACT = [
     ("Tomasz Wren lives in Lisbon.", "Tomasz Reyes lives in Porto."),                       # name twins
-    ("The favourite film of Tomasz Wren is Paper Harbour.", "Tomasz Reyes loves Copper Skies more than any other film."),
+    ("The favourite film of Tomasz Wren is Paper Harbour.",
+     "Tomasz Reyes loves Copper Skies more than any other film."),
     ("Amara Draycott lives in Lisbon.", "Amara Draycott works at Halcyon Robotics."),       # another attribute
     ("Halcyon Robotics is headquartered in Porto.", "Halcyon Robotics opened a showroom in Lisbon."),  # multi-valued
     ("Halcyon Robotics opened a showroom in Lisbon.", "Halcyon Robotics opened a showroom in Madrid."),
@@ -201,3 +191,12 @@ def test_names_numbers_and_roles():
                    extract("Amara Draycott does not live in Porto.")) == "separate"
     assert compare(extract("Amara Draycott lives in Lisbon."),
                    extract("Amara Draycott no longer lives in Lisbon.")) == "contradiction_fork"
+
+
+def test_keyed_values_compare_as_numbers_and_names_do(rules, embedder):
+    d, _ = decide(rules, embedder, "Project Falcon's budget is $2M.", "Project Falcon has a budget of 2 million dollars.",
+                  key=("Project Falcon", "budget", "2 million"), old_key=("Project Falcon", "budget", "$2M"))
+    assert d.kind == "duplicate", d.reason
+    d, _ = decide(rules, embedder, "Project Falcon's budget is $2M.", "Project Falcon's budget is $3M.",
+                  key=("Project Falcon", "budget", "$3M"), old_key=("Project Falcon", "budget", "$2M"))
+    assert d.kind == "contradiction_fork", d.reason

@@ -1,53 +1,13 @@
 """The local rule validator (fabric/placement/rules.py): pure decisions over candidates whose
-similarities come from the real embedding model."""
+similarities come from the real embedding model (fixtures `rules` and `embedder`: tests/fix_placement.py)."""
 
 from __future__ import annotations
 
-import uuid
-from datetime import datetime, timezone
-
-import pytest
-
-from fabric.config import Settings
-from fabric.embed import make_embedder
 from fabric.placement.rules import (
-    RuleValidator, entities, is_paraphrase, leading_name, negates, single_substitution, value_position,
+    entities, is_paraphrase, leading_name, negates, single_substitution, value_position,
 )
-from fabric.placement.validator import Candidate, IncomingWrite, words
-
-T0 = datetime(2020, 1, 1, tzinfo=timezone.utc)
-T1 = datetime(2022, 1, 1, tzinfo=timezone.utc)
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    return make_embedder(Settings())
-
-
-@pytest.fixture(scope="module")
-def rules() -> RuleValidator:
-    s = Settings()
-    return RuleValidator(near_similarity=s.near_similarity, duplicate_similarity=s.duplicate_similarity)
-
-
-def decide(rules, embedder, existing: str | list[str], new: str, *, key=None, old_key=None):
-    """Place `new` beside `existing` memories, with real cosine similarities."""
-    olds = [existing] if isinstance(existing, str) else existing
-    vecs = embedder.embed([new, *olds])
-    cands = []
-    for text, vec in zip(olds, vecs[1:]):
-        cid = uuid.uuid4()
-        s, r, v = old_key or (None, None, None)
-        cands.append(Candidate(id=cid, content=text, similarity=float(vecs[0] @ vec), valid_from=T0, valid_to=None,
-                               parent_id=None, root_id=cid, depth=0, version=1, subject=s, relation=r, value=v,
-                               key_match=bool(key and old_key and key[:2] == old_key[:2])))
-    s, r, v = key or (None, None, None)
-    write = IncomingWrite(id=uuid.uuid4(), org="t", content=new, valid_from=T1, subject=s, relation=r, value=v)
-    cands.sort(key=lambda c: -c.similarity)
-    d = rules.decide(write, cands)
-    by_text = {c.id: c.content for c in cands}
-    return d, by_text.get(d.target_id)
-
+from fabric.placement.validator import words
+from tests.fix_placement import decide
 
 # ------------------------------------------------------------------------------ contradictions
 

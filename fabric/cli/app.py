@@ -111,6 +111,8 @@ def memory_table(memories: Sequence[Any], title: str | None = None, *, score: bo
     for m in memories:
         key = f"{m.subject}.{m.relation}={m.value}" if m.subject else ""
         state = m.state + (f" by {str(m.superseded_by)[:8]}" if m.superseded_by else "")
+        if getattr(m, "conflict_with", None):  # search's safety net: a later value of the same fact
+            state += f", conflicts with {str(m.conflict_with)[:8]}"
         row = [str(m.id)[:8]]
         if score:
             row.append(f"{m.score:.3f}" if m.score is not None else "")

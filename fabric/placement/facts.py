@@ -1,21 +1,24 @@
 """Read a (subject, relation, value) triple out of one plain sentence, whatever its wording.
 
-How, in four steps, all deterministic:
+How, all deterministic (a pure function of the sentence, cached):
 1. Names: runs of capitalised words and numbers ("Halcyon Robotics", "$2 million") are the spans a
    subject or a value can be. A sentence-initial common word ("Home for ...", "The ..."), a title
-   ("CEO", "chief executive") and a date are not names.
-2. Relation: the sentence with its names masked is matched against a small lexicon of synonym
-   groups ("chief executive" / "CEO" / "is led by" / "heads" are one group, `ceo`). A group names
-   one attribute; the same group in two sentences is the same attribute.
+   ("CEO", "chief executive"), a date, and a name used as a modifier ("the Lisbon marathon") are not.
+2. Relation: the sentence with its names masked is matched against a lexicon of synonym groups
+   ("chief executive" / "CEO" / "is led by" / "heads" are one group, `ceo`). A group names one
+   attribute; the same group in two sentences is the same attribute. Outside the lexicon, a
+   relational noun names it ("the mayor of X" / "X's mayor is ...").
 3. Roles: of the two names nearest the relation's words, the subject is the one the grammar marks:
    a possessive ("Pavel Ibarra's favourite film"), "of / for / where X" ("the chief executive of X",
    "home for X"), or the object of a verb whose grammatical subject is the value ("X heads Y": the
-   subject is Y); otherwise the first name ("Y is led by X", "Y lives in X").
+   subject is Y); otherwise the first name ("Y is led by X", "Y lives in X"). Only relation and
+   grammar words may stand between the two ("Tom's car broke down near Leeds" states no car), and
+   "Amara's sister lives in ..." is about the sister.
 4. Values compare after normalising case and numbers ("2 million" = "2,000,000" = "$2M").
 
-A sentence the lexicon does not cover gives no triple (None): the caller falls back to comparing
-word frames. `compare` turns two triples into a verdict: the same fact with the same value
-(duplicate or added detail), a changed value (contradiction), or another fact (separate)."""
+A sentence this does not read gives no triple (None): the caller falls back to comparing word
+frames. `compare` turns two triples into a verdict: the same fact with the same value (duplicate or
+added detail), a changed value (contradiction), another fact (separate), or unknown."""
 
 from __future__ import annotations
 
@@ -52,7 +55,7 @@ def _rel(name: str, words: str, value_first: str | None = None, *, multi: bool =
 
 
 # "X leads / heads / runs Y" (X is the value), but not "heads to Lisbon", "runs for office".
-_LEADS = r"\b(?:leads|heads|runs)\b(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an)\b)"
+_LEADS = r"\b(?:leads|heads|runs|running)\b(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an)\b)"
 
 
 # Order matters only for naming: the first group two sentences share names their attribute.
@@ -67,17 +70,21 @@ RELATIONS: tuple[Relation, ...] = (
                          r"|\bbased (?:in|out of)\b|\bhome base\b"),
     # "home" alone also means a house ("worked from home in Porto"): only as the place someone lives.
     _rel("home_city", r"\blive[sd]?\b|\bliving in\b|\bresides?\b|\bresiding\b|\bresident of\b|\bresidence\b"
-                      r"|(?<!from )\bhome (?:for|of|to|is|in|city|town)\b|(?:\b(?:a|new|her|his|their)|'s) home\b|\bcalls? § home\b"
+                      r"|(?<!from )\bhome (?:for|of|to|is|in|city|town)\b|\bresident\b|\baddress\b"
+                      r"|(?:'s|\bher|\bhis|\btheir) city\b|(?:\b(?:a|new|her|his|their)|'s) home\b"
+                      r"|\bcalls? § home\b"
                       r"|\bmoved to\b|\brelocated to\b|\bsettled in\b|\bbased (?:in|out of)\b"),
     _rel("employer", r"\bwork(?:s|ed)? (?:at|for)\b|\bworking (?:at|for)\b|\bemployed (?:by|at)\b|\bemployer\b"
-                     r"|\bjob (?:at|with)\b|\bemploys\b|\bhired by\b|\bon the payroll of\b|\bemployee (?:of|at)\b",
-         r"\bemploys\b"),
+                     r"|\bjob (?:at|with)\b|\bemploys\b|\bhired\b|\bjoined\b|\bon the payroll of\b"
+                     r"|\bemployee (?:of|at)\b|\bis an? (?:[a-z-]+ ){1,2}at\b",
+         r"\bemploys\b|\bhired\b(?! by)"),
     _rel("lead", r"\blead\b|\bled by\b|\bheaded by\b|\bin charge of\b|\brun by\b|" + _LEADS, _LEADS),
     _rel("account_manager", r"\baccount (?:manager|executive|owner|lead)\b|\bcustomer success manager\b|\bcsm\b"
                             r"|\b(?:point of|primary|main) contact\b|\blooks after\b|\bhandles\b|\baccount\b",
          r"\blooks after\b|\bhandles\b"),
-    _rel("manager", r"\breports? (?:to|into)\b|\breporting to\b|(?<!account )(?<!success )\bmanager\b"
-                    r"|\bmanaged by\b|\bmanages\b|\bboss\b|\bsupervis(?:or|es|ed by)\b|\bworks under\b",
+    _rel("manager", r"\breports? (?:to|into)\b|\breporting to\b|\banswers to\b|\bline manager\b"
+                    r"|(?<!account )(?<!success )\bmanager\b|\bmanaged by\b|\bmanages\b|\bboss\b"
+                    r"|\bsupervis(?:or|es|ed by)\b|\bworks under\b",
          r"\bmanages\b|\bsupervises\b"),
     _rel("billing_plan", r"\bplan\b|\btier\b|\bsubscription\b|\bsubscribed to\b|\bsubscribes to\b|\bbilled on\b"
                          r"|\bupgraded to\b|\bdowngraded to\b"),
@@ -124,8 +131,9 @@ _MULTI = frozenset(r.name for r in RELATIONS if r.multi)
 _LEXICON_NAMES = frozenset(r.name for r in RELATIONS)
 
 # "favourite film" / "loves X more than any other film": one group per kind of thing.
-_FAVOURITE = re.compile(r"\bfavou?rite (\w+)|\bmore than any other (\w+)|\bbest-loved (\w+)|\ball-time (\w+)"
-                        r"|\bof all (?:the )?(\w+)|\bfavou?rite\b")
+_FAVOURITE = re.compile(r"\bfavou?rite (\w+)|\bmore than any other (\w+)|\bbest-loved (\w+)|\btop (\w+)"
+                        r"|\bof all (?:the )?(\w+)|\bthe (\w+) § (?:loves|likes|prefers|enjoys) (?:most|best)\b"
+                        r"|\bfavou?rite\b")
 _SAME_THING = {"movie": "film", "films": "film", "movies": "film", "novel": "book", "books": "book", "novels": "book",
                "color": "colour", "dish": "food", "meal": "food", "tune": "song", "track": "song"}
 
@@ -153,8 +161,11 @@ _COMPANY_WORDS = frozenset("""inc ltd llc plc gmbh corp co group labs lab roboti
 _OF_VALUE = re.compile(r"\b(?:resident|employee|subsidiary|member|citizen|part|out|native|graduate|fan|unit"
                        r"|student|staff|payroll|works?|working|worked|job)\s+(?:of|for)\s*$")
 _SUBJECT_MARK = re.compile(r"(?:\b(?:of|for|where)|\bhome to|\bat)\s*$")
+_PREDECESSOR = re.compile(r"\b(?:succeed(?:ed|s|ing)?|replac(?:ed|es|ing)|took over from|taking over from"
+                          r"|in place of|instead of|(?:moved|switched|changed|upgraded|downgraded) from(?: the)?)\s+$")
 _RELATIVE = re.compile(r"§\s+(?:is|was)\s+(?:the|a|an)\s+[a-z -]+\s+§")
-_AT_SUBJECT = re.compile(r"\b(?:chief executive|ceo|cfo|cto|officer|manager|head|boss|chair\w*)\s+at\s*$")
+_AT_SUBJECT = re.compile(r"\b(?:chief executive|ceo|cfo|cto|officer|manager|head|boss|chair\w*)"
+                         r"(?:\s+(?:job|role|position|post|seat))?\s+at\s*$")
 _NEGATION = re.compile(r"\b(?:not|no longer|never|neither|nor)\b|n['’]t\b", re.IGNORECASE)
 
 
@@ -180,14 +191,19 @@ class Fact:
     past: bool                     # "former", "previously", "used to": not a statement of the current value
     tail: bool                     # the value is lower-case words ending the sentence, not a name
     lexical: bool                  # the relation comes from the lexicon (not from a relational noun)
+    loose: bool                    # words other than relation and grammar words join subject and value
     others: frozenset[str]         # names in the sentence besides the subject and the value
     detail: frozenset[str]         # content words besides the names and the relation's words
+
+
+_NUMBER = re.compile(r"[$€£]?\s*(\d[\d,]*(?:\.\d+)?)\s*((?:thousand|million|billion|mn|bn|k|m|b)?)\.?"
+                     r"(?:\s+(?:dollars?|euros?|pounds?|usd|eur|gbp))?")
 
 
 def number_key(text: str) -> str | None:
     """'2 million', '2,000,000', '$2M', '2m' -> '2000000'; None when text is not a number."""
     t = text.casefold().replace("’", "'").strip()
-    m = re.fullmatch(r"[$€£]?\s*(\d[\d,]*(?:\.\d+)?)\s*((?:thousand|million|billion|mn|bn|k|m|b)?)\.?(?:\s+(?:dollars?|euros?|pounds?|usd|eur|gbp))?", t)
+    m = _NUMBER.fullmatch(t)
     if not m:
         return None
     digits, scale = m.group(1), m.group(2)
@@ -314,8 +330,8 @@ _STOP = frozenset("""a an the is are was were be been being has have had of in o
     any other more most very so then there here not no longer where these days update correction latest today
     nowadays lately recently anymore billing took over appointed named became becomes serves serving acts role
     position officially made make makes calls call pays paid likes love loves best all again""".split())
-_RELATION_WORDS = frozenset(w for r in RELATIONS for w in re.findall(r"[a-z]+", re.sub(r"\\[bswd]", " ", r.words.pattern))
-                            if len(w) > 2)
+_RELATION_WORDS = frozenset(w for r in RELATIONS
+                            for w in re.findall(r"[a-z]+", re.sub(r"\\[bswd]", " ", r.words.pattern)) if len(w) > 2)
 
 
 def _relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int, str]]]:
@@ -340,7 +356,8 @@ def _relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int, s
         noun = _RELATIONAL_NOUN.search(masked)
         if noun is None:
             return [], -1, []
-        words_ = [w for w in (noun.group("of") or noun.group("poss") or noun.group("as")).split() if w not in _ADJECTIVES]
+        phrase = noun.group("of") or noun.group("poss") or noun.group("as")
+        words_ = [w for w in phrase.split() if w not in _ADJECTIVES]
         if not words_ or words_[-1] in _STOP:
             return [], -1, []
         name = "_".join(words_)
@@ -362,7 +379,8 @@ _ADJECTIVES = frozenset("""new current former latest present acting interim all-
     official main sole only""".split())
 _MULTI_NOUNS = frozenset("""friend colleague neighbour neighbor client customer member child son daughter sibling
     brother sister cousin investor partner supplier fan student employee guest visitor""".split())
-_PAST = re.compile(r"\b(?:former|formerly|previous|previously|used to|ex-\w+|once|(?<!has )(?<!have )(?:lived|worked|resided)|was the"
+_PAST = re.compile(r"\b(?:former|formerly|previous|previously|used to|ex-\w+|once"
+                   r"|(?<!has )(?<!have )(?:lived|worked|resided)|was the"
                    r"|was based|was headquartered|was led|had been|until|back then)\b")
 
 
@@ -389,7 +407,7 @@ def _linked(masked: str, pa: int, pb: int, covered: list[tuple[int, int, str]]) 
     between = masked[pa + 1:pb]
     for m in re.finditer(r"(?<!')[a-z][a-z'-]*", between):  # (not the s of "'s")
         w = m.group()
-        if w in _STOP or w in _ADJECTIVES or w in _TITLES or w in _AUXILIARIES or w.endswith("ly") \
+        if w in _STOP or w in _ADJECTIVES or w in _TITLES or w in _AUXILIARIES or w in _LINKING or w.endswith("ly") \
                 or _covered(covered, pa + 1 + m.start()):
             continue
         if re.fullmatch(r"'s\s+", between[:m.start()]) or (
@@ -399,6 +417,10 @@ def _linked(masked: str, pa: int, pb: int, covered: list[tuple[int, int, str]]) 
     return True
 
 
+# Light verbs people restate a fact with ("switched to the Scale plan", "is located in Vilnius").
+_LINKING = frozenset("""moved switched located situated holds holding answers joined hired relocated transferred
+    changed upgraded downgraded promoted elected stays staying sits living registered chose chosen picked
+    selected succeeded succeeds replaced replacing given gets got received""".split())
 _AUXILIARIES = frozenset("does do did doesn't don't didn't will would can could may might should must shall "
                          "isn't wasn't".split())
 
@@ -471,12 +493,16 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
         rels, at, covered = _relations(masked)
         if not rels:
             return None
-    # The two names nearest the relation's words, in sentence order.
-    nearest = sorted(sorted(range(len(spans)), key=lambda i: abs(pos[i] - at))[:2])
+    # The two names nearest the relation's words, in sentence order; not a predecessor ("replacing X").
+    eligible = [i for i in range(len(spans)) if not _PREDECESSOR.search(masked[:pos[i]])]
+    if len(eligible) < 2:
+        return None
+    nearest = sorted(sorted(eligible, key=lambda i: abs(pos[i] - at))[:2])
     a, b = (spans[i] for i in nearest)
     pa, pb = (pos[i] for i in nearest)
-    if not _linked(masked, pa, pb, covered):
-        return None  # other words join the two names ("Tom's car broke down near Leeds")
+    # Other words join the two names: maybe another statement ("Tom's car broke down near Leeds"),
+    # maybe added detail ("Home for Amara is a flat near the river in Lisbon"). Kept, loosely.
+    loose = not _linked(masked, pa, pb, covered)
     clause = _CLAUSE_END.search(masked, max(pa, pb) + 1)
     limit = clause.start() if clause else len(masked)
     in_clause = [r for r in rels if any(s < limit and name == r.name for s, _, name in covered)]
@@ -511,14 +537,14 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
     return Fact(subject=f"{subject.text}'s {whose}" if whose else subject.text, relation=_name(rels, subject_key),
                 relations=frozenset(r.name for r in rels), value=value.text, subject_key=subject_key,
                 value_key=value_key(value.text), negated=_NEGATION.search(masked) is not None,
-                past=_PAST.search(masked) is not None, tail=value is tail, others=others, detail=detail,
+                past=_PAST.search(masked) is not None, tail=value is tail, loose=loose, others=others, detail=detail,
                 lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"))
 
 
 def keyable(fact: Fact | None) -> bool:
     """May this fact key a memory (so current_value returns it)? Not when it is negated, told as past,
-    or one of several values a subject holds at once."""
-    return fact is not None and not (fact.negated or fact.past or fact.relation in _MULTI)
+    read loosely, or one of several values a subject holds at once."""
+    return fact is not None and not (fact.negated or fact.past or fact.loose or fact.relation in _MULTI)
 
 
 def text_key(text: str) -> tuple[str | None, str | None]:
@@ -554,6 +580,10 @@ def compare(old: Fact, new: Fact) -> Verdict:
     "unknown": the relations differ but one was only guessed from a noun; the caller compares frames."""
     if shared_relation(old, new) is None:
         return "separate" if old.lexical and new.lexical else "unknown"
+    if old.loose or new.loose:  # only ever a refinement: "a flat near the river in Lisbon"
+        same = old.subject_key == new.subject_key and old.value_key == new.value_key and not (
+            old.negated or new.negated or old.past or new.past)
+        return "child_update" if same and len(new.detail - old.detail) >= 2 else "unknown"
     if old.subject_key != new.subject_key:
         return "separate"  # another subject (twins, sister companies, a manager chain)
     if old.tail != new.tail:

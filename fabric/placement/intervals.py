@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Sequence
 
+from .facts import value_key
+
 
 @dataclass(frozen=True, slots=True)
 class ChainMember:
@@ -38,7 +40,7 @@ class IntervalPlan:
 
 
 def _norm(v: str | None) -> str | None:
-    return " ".join(v.casefold().split()) if v is not None else None
+    return value_key(v) if v is not None else None  # "$2M" is "2 million"
 
 
 def plan_insert(new_id: uuid.UUID, new_from: datetime, new_to: datetime | None, new_value: str | None,

@@ -1,7 +1,13 @@
-"""The local, deterministic validator: keys first, then sentence frames, then similarity.
+"""The local, deterministic validator: keys first, then the facts sentences state, then sentence
+frames, then similarity.
 
-A heuristic, stated plainly: it knows nothing of meaning. It reads the structured key when the
-write has one; without keys it compares word sequences ("frames") of close neighbours:
+It reads the structured key when the write has one. Without keys, it reads the (subject, relation,
+value) each sentence states (facts.py: names, a relation lexicon of synonym groups, grammatical
+roles) and compares the write's with each neighbour's: the same subject and relation with the same
+value is a duplicate (or a child update with more detail), with another value a contradiction;
+another subject or attribute keeps that neighbour out of the rest. A decision on a text-only write
+carries the key its sentence states. Sentences it cannot read fall back to word sequences
+("frames") of close neighbours:
 - the same words                                  -> duplicate
 - the old words, in order, plus more              -> child update (added detail), or a
   contradiction when what is added is a negation ("is open" -> "is not open")
@@ -13,16 +19,18 @@ write has one; without keys it compares word sequences ("frames") of close neigh
   negates and the other does not, or the two hold the same words in another order (a role
   swap: "A reports to B" / "B reports to A")
 otherwise a new branch. A swapped span in the leading name is another subject, never a
-correction. The LLM validator is the one that understands language."""
+correction. A duplicate of a memory valid from later than the write is that fact's history
+(`in_time`)."""
 
 from __future__ import annotations
 
 import re
-from difflib import SequenceMatcher
+import uuid
 from dataclasses import replace
+from difflib import SequenceMatcher
 from typing import Sequence
 
-from .facts import Fact, compare, extract, keyable, shared_relation
+from .facts import Fact, compare, extract, keyable, shared_relation, value_key
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -142,7 +150,7 @@ class RuleValidator:
                 return in_time(write, decision, candidates)
         near = sorted((c for c in candidates if c.similarity >= self.near_similarity or c.key_match),
                       key=lambda c: -c.similarity)
-        separate: set = set()
+        separate: set[uuid.UUID] = set()
         if not write.keyed:  # every neighbour: a restatement may be far from the old words in embedding space
             decision, separate = self._by_fact(write, sorted(candidates, key=lambda c: -c.similarity))
             if decision:
@@ -157,11 +165,12 @@ class RuleValidator:
         return with_text_keys(write, Decision("new_branch", None, f"no frame match among {len(near)} near memories "
                                               f"(best similarity {best:.2f})", 0.6, self.name), candidates)
 
-    def _by_fact(self, write: IncomingWrite, near: Sequence[Candidate]) -> tuple[Decision | None, set]:
+    def _by_fact(self, write: IncomingWrite, near: Sequence[Candidate]
+                 ) -> tuple[Decision | None, set[uuid.UUID]]:
         """Compare the (subject, relation, value) read from the write with each neighbour's. Returns a
         decision, if a neighbour states the same fact, and the neighbours that state another one."""
         found: list[tuple[str, Candidate, Fact, Fact]] = []
-        separate = set()
+        separate: set[uuid.UUID] = set()
         for c in near:
             new, old = extract(write.content, c.content), extract(c.content, write.content)
             if new is None or old is None:
@@ -191,7 +200,7 @@ class RuleValidator:
                         f"{old.value!r} -> {new.value!r}", 0.85, self.name, **keys), separate
 
     def _by_key(self, write: IncomingWrite, new_words: list[str], keyed: Sequence[Candidate]) -> Decision | None:
-        differing = [c for c in keyed if c.value is not None and normalise(c.value) != normalise(write.value or "")]
+        differing = [c for c in keyed if c.value is not None and value_key(c.value) != value_key(write.value or "")]
         if differing:
             target = max(differing, key=lambda c: (c.valid_from, c.similarity))
             return Decision("contradiction_fork", target.id,

@@ -117,10 +117,12 @@ def pregate(write: IncomingWrite, candidates: Sequence[Candidate], *, near_simil
     A repeat valid from before the memory it repeats is not settled here: it is that fact's history
     (the validator places it). A neighbour stating the same attribute of the same subject is near
     whatever its similarity. A text-only write with nothing near gets the key its sentence states."""
+    from .facts import value_key  # facts imports this module
+
     norm = normalise(write.content)
     for c in candidates:
         same_value = not (write.keyed and c.key_match and c.value is not None and write.value is not None
-                          and normalise(c.value) != normalise(write.value))
+                          and value_key(c.value) != value_key(write.value))
         if normalise(c.content) == norm and same_value and write.valid_from >= c.valid_from:
             return Decision("duplicate", c.id, "exact repeat of an existing memory", 1.0, "pregate")
     if not any(c.key_match for c in candidates) and all(c.similarity < near_similarity for c in candidates) \
@@ -128,7 +130,9 @@ def pregate(write: IncomingWrite, candidates: Sequence[Candidate], *, near_simil
         best = max((c.similarity for c in candidates), default=0.0)
         decision = Decision("new_branch", None, f"nothing near (best similarity {best:.2f} < {near_similarity})",
                             1.0, "pregate")
-        return decision if write.keyed else keys_from_text(write, decision)
+        from .rules import with_text_keys  # rules builds on this module
+
+        return with_text_keys(write, decision, ())
     return None
 
 
@@ -140,15 +144,5 @@ def states_same_attribute(write: IncomingWrite, c: Candidate) -> bool:
     if write.keyed:
         return False
     new, old = extract(write.content, c.content), extract(c.content, write.content)
-    return new is not None and old is not None and new.subject_key == old.subject_key \
-        and shared_relation(old, new) is not None
-
-
-def keys_from_text(write: IncomingWrite, decision: Decision) -> Decision:
-    """The (subject, relation, value) a text-only write states, when the lexicon reads one."""
-    from .facts import extract, keyable  # facts imports this module
-
-    fact = extract(write.content)
-    if not keyable(fact):
-        return decision
-    return replace(decision, subject=fact.subject, relation=fact.relation, value=fact.value)
+    return new is not None and old is not None and not (new.loose or old.loose) \
+        and new.subject_key == old.subject_key and shared_relation(old, new) is not None

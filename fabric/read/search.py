@@ -34,6 +34,7 @@ from typing import Any, Iterable
 import numpy as np
 import psycopg
 
+from ..placement.facts import value_key
 from ..sql import q
 
 MODES = ("hybrid", "vector", "lexical")
@@ -158,18 +159,15 @@ def flag_conflicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             groups.setdefault(key, []).append(i)
     order = list(range(len(rows)))
     for positions in groups.values():
-        members = [rows[i] for i in positions]
-        if len({" ".join(str(m["value"]).casefold().split()) for m in members}) < 2:
+        if len({value_key(str(rows[i]["value"])) for i in positions}) < 2:
             continue  # one value (a fact and its details): nothing disagrees
-        answer = max(members, key=lambda m: (m["valid_from"], m["recorded_at"]))
-        answer_value = " ".join(str(answer["value"]).casefold().split())
-        for m in members:
-            if " ".join(str(m["value"]).casefold().split()) != answer_value:
-                m["conflict_with"] = answer["id"]
+        answer = max(positions, key=lambda i: (rows[i]["valid_from"], rows[i]["recorded_at"]))
+        for i in positions:
+            if value_key(str(rows[i]["value"])) != value_key(str(rows[answer]["value"])):
+                rows[i]["conflict_with"] = rows[answer]["id"]
         # The fact's best slot goes to the answer; the other members follow in their own order.
-        ranked = [answer] + [m for m in members if m is not answer]
-        for slot, m in zip(positions, ranked):
-            order[slot] = next(i for i in positions if rows[i] is m)
+        for slot, i in zip(positions, [answer] + [i for i in positions if i != answer]):
+            order[slot] = i
     return [rows[i] for i in order]
 
 

@@ -168,7 +168,8 @@ def markdown(results: dict[str, Any], command: str | None = None) -> str:
     lines = [f"# fabric bench temporal — run {results['run_id']}", ""]
     if command:
         lines += [f"`{command}`", ""]
-    lines += [f"seed {results['seed']}, {results['cases_per_kind']} cases per kind, top-k {results['top_k']}, "
+    per = " and phrasing" if len(results.get("phrasings", ())) > 1 else ""
+    lines += [f"seed {results['seed']}, {results['cases_per_kind']} cases per kind{per}, top-k {results['top_k']}, "
               f"embedder {results['embedder']}, {results['elapsed_s']:.0f} s", ""]
     for title, grid in GRIDS:
         header, rows = grid(results)
@@ -205,7 +206,8 @@ def write_chart(results: dict[str, Any], path: Path) -> Path | None:
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 105)
     ax.set_title(f"fabric bench temporal — accuracy by kind and backend (seed {results['seed']}, "
-                 f"{results['cases_per_kind']} cases per kind)", fontsize=10)
+                 f"{results['cases_per_kind']} cases per kind"
+                 f"{' and phrasing; ~r = rephrased' if len(results.get('phrasings', ())) > 1 else ''})", fontsize=10)
     ax.legend(loc="lower left", fontsize=8, ncols=len(backends))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()

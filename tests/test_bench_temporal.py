@@ -35,7 +35,13 @@ def _rows(results, backend, phrasing="same"):
 
 # Where a column does not reach the bar yet, the test is a strict xfail naming what was measured:
 # it shows in every run, and passing it (XPASS) fails, so the mark goes when the bar is reached.
-BAR_NOT_MET: dict[tuple[str, str], str] = {}
+BAR_NOT_MET: dict[tuple[str, str], str] = {
+    ("fabric-text", "rephrased"): "measured 2026-11-30 after issue 10's rule validator: staleness 1/3, "
+                                  "out-of-order 6/7, 3 stale answers (two versions of a fact in other "
+                                  "frames both stay live)",
+}
+# The conversational stream, likewise: measured 3/40 collapsed (7.5%; multi-valued facts superseded).
+STREAM_NOT_MET = "measured 2026-11-30: 3/40 distinct facts superseded (7.5%) by the rule validator"
 
 
 def _bar_cases():
@@ -70,14 +76,21 @@ def test_fabric_meets_its_bar(quick, backend, phrasing):
     assert asof and all(q["correct"] for q in asof)
 
 
+@pytest.mark.xfail(strict=True, reason=STREAM_NOT_MET)
 def test_the_conversational_stream_is_not_collapsed(quick):
     """Distinct facts about the same people: at most 1% recorded as duplicates or superseded."""
     results, _ = quick
     c = results["conversation"]
-    assert c["turns"] == tb.TURNS_QUICK and sum(c["decisions"].values()) == c["turns"]
-    assert c["validator_calls_per_write"] <= 1
-    assert c["collapsed"] == c["duplicates"] + c["superseded"]
     assert c["collapsed_share"] <= 0.01, c["examples"]
+
+
+def test_the_conversational_stream_is_measured(quick):
+    """The figure itself, whatever it is: every turn placed, collapsed turns named with the reason."""
+    results, _ = quick
+    c = results["conversation"]
+    assert c["turns"] == tb.TURNS_QUICK and sum(c["decisions"].values()) == c["turns"]
+    assert c["collapsed"] == c["duplicates"] + c["superseded"] and len(c["examples"]) == min(c["collapsed"], 10)
+    assert c["collapsed_share"] == c["collapsed"] / c["turns"] and c["validator_calls_per_write"] <= 1
 
 
 def test_flat_baselines_are_measured_in_the_same_run(quick):

@@ -35,10 +35,12 @@ pytestmark = [
                        reason="model or llama-server missing: run `python scripts/local_llm.py prepare`"),
 ]
 
-# The floor the real model must reach on the labelled set, through the placement path (pre-gates on).
-# Measured on a busy 2-core machine: 43/49 = 87.8% with the current prompt (7 few-shot turns;
-# 40/49 with 5), against 41/49 = 83.7% for the rule validator in the same run. Kept below the
-# measured figure so that a real prompt regression fails, not a single flipped pair.
+# The floor the real model must reach on each labelled set, through the placement path (pre-gates on).
+# First set, previous prompt (7 few-shot turns), measured on a busy 2-core machine: 43/49 = 87.8%,
+# rules 41/49 in the same run. The issue-10 prompt (restatement rules, trap examples) and the v2
+# set were not measured against the real model yet (the llama-server build did not finish on the
+# shared machine): the floors below are the goal's lower bound, to be raised to just under the
+# first measured figure so that a real prompt regression fails, not a single flipped pair.
 MIN_ACCURACY = {"placement_pairs.jsonl": 0.75, "placement_pairs_v2.jsonl": 0.75}
 
 

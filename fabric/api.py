@@ -16,19 +16,18 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import psycopg
 import redis
-from psycopg.types.json import Jsonb
 
-from . import db, embedded
+from . import calls, db, embedded, metrics
 from . import queue as fq
 from .config import Settings
 from .embed import Embedder, make_embedder
 from .errors import (
-    DimensionMismatch, NotFound, PlacementParked, PlacementTimeout, QueueError, TenantAccessDenied,
+    DimensionMismatch, NotFound, PlacementTimeout, QueueError, TenantAccessDenied,
     ValidationError,
 )
 from .sql import q
 from .types import (
-    DecisionRecord, Memory, Placement, WriteReceipt, WriteRequest, as_uuid, aware, check_org, utcnow,
+    DecisionRecord, Memory, Placement, WriteReceipt, WriteRequest, as_uuid, check_org,
 )
 from .write import retract as retract_mod
 
@@ -126,25 +125,12 @@ class Fabric:
         """Run a placement worker subprocess for this Fabric (the embedded default does this)."""
         if self._worker is not None and self._worker.poll() is None:
             return
-        env = dict(os.environ)
-        env.update(DATABASE_URL=self.database_url, REDIS_URL=self.redis_url)
-        for name, value in self.settings.model_dump(exclude={"database_url", "redis_url"}, exclude_unset=True).items():
-            env[f"FABRIC_{name.upper()}"] = value if isinstance(value, str) else json.dumps(
-                sorted(value) if isinstance(value, set) else value, default=str)
-        cmd = [sys.executable, "-m", "workers.run", "--parent-pid", str(os.getpid())]
-        self._worker = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
+        self._worker = spawn_worker(self.settings, self.database_url, self.redis_url)
         atexit.register(self.stop_worker)
 
     def stop_worker(self) -> None:
         proc, self._worker = self._worker, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        terminate_worker(proc)
 
     # ------------------------------------------------------------------ writes
 
@@ -167,7 +153,7 @@ class Fabric:
             try:
                 reqs.append(self._gate(item) if isinstance(item, WriteRequest) else self._request(dict(item)))
             except ValidationError as exc:
-                raise type(exc)(f"items[{i}].{exc.field}", str(exc).split(": ", 1)[1]) from exc
+                raise calls.batch_item_error(i, exc) from exc
         return self._accept(reqs) if reqs else []
 
     def _gate(self, req: WriteRequest) -> WriteRequest:
@@ -176,25 +162,10 @@ class Fabric:
         return check_write(req, self.settings, self.redis)
 
     def _request(self, fields: dict[str, Any]) -> WriteRequest:
-        content = fields.pop("content", None)
-        req = WriteRequest.build(content, max_chars=self.settings.max_content_chars,
-                                 **{k: v for k, v in fields.items() if v is not None})
-        return self._gate(req)
+        return self._gate(calls.build_request(fields, self.settings.max_content_chars))
 
     def _accept(self, reqs: Sequence[WriteRequest]) -> list[WriteReceipt]:
-        batch = self.settings.embed_batch_size
-        rows, jobs = [], []
-        for start in range(0, len(reqs), batch):
-            chunk = reqs[start:start + batch]
-            by_org: dict[str, list[str]] = {}
-            job_ids: dict[str, str] = {}
-            for r in chunk:
-                wid = uuid.uuid4()
-                job_id = job_ids.setdefault(r.org, fq.new_job_id())
-                by_org.setdefault(r.org, []).append(str(wid))
-                rows.append((wid, r, job_id))
-            jobs.extend((job_ids[o], o, ids) for o, ids in by_org.items())
-        orgs = sorted({r.org for r in reqs})
+        rows, jobs, orgs = calls.plan_accept(reqs, self.settings.embed_batch_size)
         try:
             # One transaction, one round trip (pipeline mode); each org's rows are written with that
             # org set on the connection (row-level security); a known org is not registered again.
@@ -203,11 +174,12 @@ class Fabric:
                     _set_org(cur, o)
                     if o not in self._known_orgs:
                         cur.execute(q("ensure_org"), {"org": o})
-                    cur.executemany(q("insert_write"), [_write_params(wid, r, job_id)
+                    cur.executemany(q("insert_write"), [calls.write_params(wid, r, job_id)
                                                         for wid, r, job_id in rows if r.org == o])
         except TenantAccessDenied as exc:  # raised by _conn when the pipeline syncs: name the org(s)
             raise TenantAccessDenied(", ".join(orgs), exc.detail) from exc
         self._known_orgs.update(orgs)
+        metrics.writes_accepted(len(rows))
         enqueued = True
         try:
             fq.enqueue_jobs(self.queue, jobs, timeout=self.settings.job_timeout, retries=self.settings.job_retries)
@@ -215,39 +187,27 @@ class Fabric:
             # Accepted anyway: Postgres holds the write; the reconciler queues it when Redis is back.
             enqueued = False
             log.warning("write accepted but not queued", extra={"action": "enqueue_failed", "error": str(exc)})
-        return [WriteReceipt(id=wid, org=r.org, enqueued=enqueued) for wid, r, _ in rows]
+        return calls.receipts(rows, enqueued)
 
     def wait(self, receipt_or_id: WriteReceipt | uuid.UUID | str, timeout: float = 30.0, *,
              org: str | None = None) -> Placement:
         """Block until the write is placed; return where it went."""
-        if isinstance(receipt_or_id, WriteReceipt):
-            wid, org = receipt_or_id.id, receipt_or_id.org
-        else:
-            wid, org = as_uuid("write_id", receipt_or_id), org or "default"
+        wid, org = calls.wait_target(receipt_or_id, org)
         deadline = time.monotonic() + timeout
-        delay = 0.005
-        while True:
+        for delay in calls.backoff(0.005, 0.2):
             with self._conn(org) as conn:
                 row = conn.execute(q("write_status"), {"org": org, "id": wid}).fetchone()
-            if row is None:
-                raise NotFound("write", wid, org)
-            if row["status"] == "parked":
-                raise PlacementParked(wid, row["error"])
-            if row["status"] != "pending":
-                return Placement(write_id=wid, org=org, decision=row["decision"], memory_id=row["memory_id"],
-                                 target_id=row["target_id"], decision_id=row["decision_id"],
-                                 reason=row["reason"], confidence=row["confidence"], validator=row["validator"],
-                                 out_of_order=row["out_of_order"])
+            placement = calls.placement_of(wid, org, row)
+            if placement is not None:
+                return placement
             if time.monotonic() >= deadline:
                 raise PlacementTimeout(f"write {wid} still pending after {timeout}s; {self._worker_report()}")
             time.sleep(delay)
-            delay = min(delay * 1.5, 0.2)
 
     def drain(self, org: str | None = "default", timeout: float = 60.0) -> int:
         """Block until nothing of `org` (None: of any org) is pending. Returns how many were parked meanwhile."""
         deadline = time.monotonic() + timeout
-        delay = 0.01
-        while True:
+        for delay in calls.backoff(0.01, 0.25):
             with self._conn(org) as conn:
                 n = conn.execute(q("pending_count"), {"org": org}).fetchone()["n"]
             if n == 0:
@@ -256,7 +216,6 @@ class Fabric:
                 raise PlacementTimeout(f"{n} write(s) of {org or 'all orgs'} still pending after {timeout}s; "
                                        f"{self._worker_report()}")
             time.sleep(delay)
-            delay = min(delay * 1.5, 0.25)
 
     def _worker_report(self) -> str:
         workers = fq.listening_workers(self.queue)
@@ -290,67 +249,43 @@ class Fabric:
         chain, then subtree, nearest first) in `Memory.context`, walked through superseded nodes and
         leaving them out unless `include_superseded`. explain: `Memory.ranks` holds each leg's rank,
         {"vector": r, "lexical": r} (None where that leg did not return the memory)."""
-        from .read.search import MODES, branch_context, search as run_search
+        return self._search(query, org=org, k=k, valid_at=valid_at, known_at=known_at,
+                            include_superseded=include_superseded, mode=mode, context=context, explain=explain)
 
-        check_org(org)
-        if not isinstance(query, str) or not query.strip():
-            raise ValidationError("query", "empty")
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1 or k > 1000:
-            raise ValidationError("k", "must be an integer between 1 and 1000")
-        if not isinstance(mode, str) or mode not in MODES:
-            raise ValidationError("mode", f"must be one of {', '.join(MODES)}; got {mode!r}")
-        if not isinstance(context, int) or isinstance(context, bool) or context < 0 or context > 100:
-            raise ValidationError("context", "must be an integer between 0 and 100")
-        if not isinstance(explain, bool):
-            raise ValidationError("explain", "must be True or False")
-        now = utcnow()
-        valid_at, known_at = aware("valid_at", valid_at) or now, aware("known_at", known_at) or now
+    def _search(self, query: str, *, org: str, k: int, valid_at: datetime | None, known_at: datetime | None,
+                include_superseded: bool, mode: str, context: int, explain: bool,
+                subject_prefix: str | None = None) -> list[Memory]:
+        """search(), optionally within a namespace (fabric_api.under): the LangGraph store's search."""
+        from .read.search import branch_context, search as run_search
+
+        calls.check_search(query, org=org, k=k, mode=mode, context=context, explain=explain)
+        valid_at, known_at = calls.times(valid_at, known_at)
         vec = None if mode == "lexical" else self.embedder.embed([query])[0]
         with self._conn(org) as conn:
             rows = run_search(conn, org=org, text=query, vector=vec, mode=mode, k=k, valid_at=valid_at,
                               known_at=known_at, include_superseded=include_superseded,
-                              ef_search=self.settings.ef_search)
+                              ef_search=self.settings.ef_search, subject_prefix=subject_prefix)
             near = branch_context(conn, org=org, ids=[r["id"] for r in rows], n=context, valid_at=valid_at,
                                   known_at=known_at, include_superseded=include_superseded) if context else {}
-        out = []
-        for r in rows:
-            m = Memory.from_row(r)
-            if explain:
-                m.ranks = {"vector": r["vector_rank"], "lexical": r["lexical_rank"]}
-            m.context = [Memory.from_row(c) for c in near.get(m.id, [])]
-            out.append(m)
-        return out
+        return calls.search_results(rows, near, explain)
 
     def current_value(self, subject: str, relation: str, *, org: str = "default",
                       valid_at: datetime | None = None, known_at: datetime | None = None) -> Memory | None:
         """The value of (subject, relation) valid at `valid_at` as known at `known_at`: no embeddings."""
-        check_org(org)
-        for name, v in (("subject", subject), ("relation", relation)):
-            if not isinstance(v, str) or not v.strip():
-                raise ValidationError(name, "must be a non-empty string")
-        now = utcnow()
+        params = calls.current_value_params(subject, relation, org=org, valid_at=valid_at, known_at=known_at)
         with self._conn(org) as conn:
-            row = conn.execute(q("current_value"), {
-                "org": org, "subject": subject.strip(), "relation": relation.strip().lower(),
-                "valid_at": aware("valid_at", valid_at) or now, "known_at": aware("known_at", known_at) or now,
-            }).fetchone()
+            row = conn.execute(q("current_value"), params).fetchone()
         return Memory.from_row(row) if row else None
 
     def walk(self, root_id: uuid.UUID | str, *, org: str = "default", max_depth: int | None = None,
              include_superseded: bool = False, valid_at: datetime | None = None,
              known_at: datetime | None = None) -> list[Memory]:
         """The branch under `root_id`, walked through superseded nodes (which are left out unless asked)."""
-        check_org(org)
-        rid = as_uuid("root_id", root_id)
-        if max_depth is not None and (not isinstance(max_depth, int) or max_depth < 0):
-            raise ValidationError("max_depth", "must be a non-negative integer")
-        now = utcnow()
+        params = calls.walk_params(root_id, org=org, max_depth=max_depth, include_superseded=include_superseded,
+                                   valid_at=valid_at, known_at=known_at)
         with self._conn(org) as conn:
-            self._require_memory(conn, org, rid)
-            rows = conn.execute(q("walk"), {
-                "org": org, "root": rid, "include_superseded": include_superseded, "max_depth": max_depth,
-                "valid_at": aware("valid_at", valid_at) or now, "known_at": aware("known_at", known_at) or now,
-            }).fetchall()
+            self._require_memory(conn, org, params["root"])
+            rows = conn.execute(q("walk"), params).fetchall()
         return [Memory.from_row(r) for r in rows]
 
     def history(self, memory_id: uuid.UUID | str, *, org: str = "default") -> list[Memory]:
@@ -366,11 +301,10 @@ class Fabric:
                      known_at: datetime | None = None) -> list[Memory]:
         """Every memory the store held as valid at `valid_at`, as known at `known_at`."""
         check_org(org)
-        now = utcnow()
+        valid_at, known_at = calls.times(valid_at, known_at)
         with self._conn(org) as conn:
-            rows = conn.execute(q("belief_state"), {
-                "org": org, "valid_at": aware("valid_at", valid_at) or now,
-                "known_at": aware("known_at", known_at) or now}).fetchall()
+            rows = conn.execute(q("belief_state"), {"org": org, "valid_at": valid_at, "known_at": known_at}
+                                ).fetchall()
         return [Memory.from_row(r) for r in rows]
 
     def get(self, memory_id: uuid.UUID | str, *, org: str = "default") -> Memory:
@@ -394,8 +328,7 @@ class Fabric:
         """The store learns a memory was wrong: its transaction time ends now, and what it superseded
         is current again. Queries with `known_at` before now still see the old belief."""
         check_org(org)
-        if not isinstance(reason, str) or not reason.strip():
-            raise ValidationError("reason", "a retraction needs a reason")
+        calls.check_reason(reason)
         mid = as_uuid("memory_id", memory_id)
         with self._conn(org) as conn:
             return retract_mod.retract(conn, org, mid, reason)
@@ -412,11 +345,9 @@ class Fabric:
     def decisions(self, *, org: str = "default", since: datetime | None = None, kind: str | None = None,
                   action: str | None = None, limit: int = 100) -> list[DecisionRecord]:
         """The decision log, newest first."""
-        check_org(org)
+        params = calls.decisions_params(org=org, since=since, kind=kind, action=action, limit=limit)
         with self._conn(org) as conn:
-            rows = conn.execute(q("list_decisions"), {
-                "org": org, "since": aware("since", since), "kind": kind, "action": action, "limit": limit,
-            }).fetchall()
+            rows = conn.execute(q("list_decisions"), params).fetchall()
         return [DecisionRecord.from_row(r) for r in rows]
 
     # ------------------------------------------------------------------ admin (fabric/replay.py, fabric/policy.py)
@@ -459,23 +390,35 @@ class Fabric:
                          kind: str | None = None, action: str | None = None) -> list[DecisionRecord]:
         """A random sample of the decision log for review (e.g. kind='contradiction_fork': the
         model-driven invalidations seed 001 says to sample)."""
-        check_org(org)
-        if not isinstance(n, int) or n < 1 or n > 10000:
-            raise ValidationError("sample", "must be an integer between 1 and 10000")
+        calls.check_sample(n)
+        params = calls.decisions_params(org=org, since=since, kind=kind, action=action, limit=n)
         with self._conn(org) as conn:
-            rows = conn.execute(q("sample_decisions"), {
-                "org": org, "since": aware("since", since), "kind": kind, "action": action, "limit": n,
-            }).fetchall()
+            rows = conn.execute(q("sample_decisions"), params).fetchall()
         return [DecisionRecord.from_row(r) for r in rows]
+
+
+def spawn_worker(settings: Settings, database_url: str, redis_url: str) -> subprocess.Popen:
+    """A placement worker subprocess with these settings; it exits when this process does."""
+    env = dict(os.environ)
+    env.update(DATABASE_URL=database_url, REDIS_URL=redis_url)
+    for name, value in settings.model_dump(exclude={"database_url", "redis_url"}, exclude_unset=True).items():
+        env[f"FABRIC_{name.upper()}"] = value if isinstance(value, str) else json.dumps(
+            sorted(value) if isinstance(value, set) else value, default=str)
+    cmd = [sys.executable, "-m", "workers.run", "--parent-pid", str(os.getpid())]
+    return subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
+
+
+def terminate_worker(proc: subprocess.Popen | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
 
 
 def _set_org(conn: psycopg.Connection | psycopg.Cursor, org: str) -> None:
     """Act for `org` until the transaction ends (row-level security keys on it)."""
-    conn.execute("SELECT set_config('fabric.org', %s, true)", (org,))
-
-
-def _write_params(wid: uuid.UUID, r: WriteRequest, job_id: str) -> dict[str, Any]:
-    return {"org": r.org, "id": wid, "content": r.content, "subject": r.subject, "relation": r.relation,
-            "value": r.value, "valid_from": r.valid_from, "valid_to": r.valid_to, "source": r.source,
-            "kind": r.kind, "durability": r.durability,
-            "metadata": Jsonb(dict(r.metadata)) if r.metadata is not None else None, "job_id": job_id}
+    conn.execute(calls.SET_ORG_SQL, (org,))

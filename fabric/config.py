@@ -61,6 +61,11 @@ class Settings(BaseSettings):
     refused_kinds: set[str] = Field(default_factory=lambda: {"plan_tier", "invoice_status", "entitlement"})
     episodic_ttl_days: float = 30.0
 
+    # Metrics (fabric/metrics.py): a worker serves Prometheus metrics on this port when set; the org
+    # label (one series per org) only when turned on.
+    metrics_port: int | None = Field(None, ge=1, le=65535)
+    metrics_org_label: bool = False
+
     # Connection pool.
     pool_min_size: int = 1
     pool_max_size: int = 8

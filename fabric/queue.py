@@ -36,6 +36,27 @@ def enqueue_jobs(queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *, ti
     """Enqueue (job_id, org, [write ids]) placement jobs in one Redis pipeline.
 
     Retries with backoff live here (RQ's Retry) and nowhere else."""
+    try:
+        with queue.connection.pipeline() as pipe:
+            _enqueue_into(pipe, queue, jobs, timeout=timeout, retries=retries)
+            pipe.execute()
+    except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+        raise QueueError(f"cannot reach Redis to enqueue placement: {exc}") from exc
+
+
+def enqueue_commands(queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *, timeout: int, retries: int
+                     ) -> list[tuple[tuple, dict]]:
+    """The Redis commands that enqueue these jobs, as RQ writes them, without sending them: for a
+    client RQ does not speak (redis.asyncio) to send. `queue.redis_server_version` must be set first
+    (RQ would ask the server for it)."""
+    assert queue.redis_server_version, "set queue.redis_server_version before building commands offline"
+    pipe = queue.connection.pipeline(transaction=True)
+    _enqueue_into(pipe, queue, jobs, timeout=timeout, retries=retries)
+    return [(args, options) for args, options in pipe.command_stack]
+
+
+def _enqueue_into(pipe, queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *, timeout: int,
+                  retries: int) -> None:
     retry = Retry(max=retries, interval=[1, 5, 15]) if retries > 0 else None
     datas = [
         Queue.prepare_data(PLACE_FUNC, args=(org, ids), job_id=job_id, timeout=timeout,
@@ -43,12 +64,7 @@ def enqueue_jobs(queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *, ti
                            description=f"place {len(ids)} write(s) of org {org!r}")
         for job_id, org, ids in jobs
     ]
-    try:
-        with queue.connection.pipeline() as pipe:
-            queue.enqueue_many(datas, pipeline=pipe)
-            pipe.execute()
-    except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-        raise QueueError(f"cannot reach Redis to enqueue placement: {exc}") from exc
+    queue.enqueue_many(datas, pipeline=pipe)
 
 
 def listening_workers(queue: Queue) -> list[Worker]:

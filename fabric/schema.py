@@ -87,7 +87,7 @@ def build_metadata(dim: int = 384) -> MetaData:
         ForeignKeyConstraint(["org"], ["fabric.orgs.org"]),
         ForeignKeyConstraint(["org", "write_id"], ["fabric.writes.org", "fabric.writes.id"]),
         CheckConstraint(
-            "action IN ('place', 'revert', 'retract', 'replay', 'invalidate_source')", name="action"),
+            "action IN ('place', 'revert', 'retract', 'replay', 'invalidate_source', 'delete')", name="action"),
         CheckConstraint(
             "kind IS NULL OR kind IN ('duplicate', 'child_update', 'contradiction_fork', 'new_branch')",
             name="kind"),
@@ -122,6 +122,8 @@ def build_metadata(dim: int = 384) -> MetaData:
         Index("ix_memories_org_root_id", "org", "root_id"),
         Index("ix_memories_key", "org", "subject", "relation", postgresql_where=text("subject IS NOT NULL")),
         Index("ix_memories_org_source", "org", "source", postgresql_where=text("source IS NOT NULL")),
+        Index("ix_memories_org_subject_pattern", "org", "subject", postgresql_ops={"subject": "text_pattern_ops"},
+              postgresql_where=text("subject IS NOT NULL")),
         Index("ix_memories_search_text", "search_text", postgresql_using="gin"),
         Index("ix_memories_embedding_hnsw", "embedding", postgresql_using="hnsw",
               postgresql_with={"m": 16, "ef_construction": 64},

@@ -29,6 +29,21 @@ def aware(name: str, value: datetime | None) -> datetime | None:
     return value
 
 
+def parse_time(name: str, value: str | None) -> datetime | None:
+    """ISO-8601 with a timezone (a trailing Z is UTC); a time without one is refused, not guessed."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValidationError(name, f"expected an ISO-8601 string, got {type(value).__name__}")
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValidationError(name, f"not an ISO-8601 time: {value!r}") from None
+    if dt.tzinfo is None:
+        raise ValidationError(name, f"{value!r} has no timezone; add one, e.g. {value}+00:00 or {value}Z")
+    return dt
+
+
 def as_uuid(name: str, value: object) -> uuid.UUID:
     if isinstance(value, uuid.UUID):
         return value

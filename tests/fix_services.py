@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -74,3 +75,10 @@ def start_worker(database_url: str, redis_url: str, queue_name: str, *extra: str
     log = Path(tempfile.gettempdir()) / f"fabric-test-worker-{queue_name}.log"
     with open(log, "ab") as out:  # keep worker chatter (e.g. after a deliberate kill) out of the test output
         return subprocess.Popen([sys.executable, "-m", "workers.run", *extra], env=e, stdout=out, stderr=out)
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on now (for servers a test starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -9,6 +9,7 @@ import redis
 from psycopg_pool import ConnectionPool
 from rq import Queue
 
+from fabric import metrics
 from fabric import queue as fq
 from fabric.config import Settings
 from fabric.sql import q
@@ -40,6 +41,7 @@ def reconcile(pool: ConnectionPool, conn: redis.Redis, queue: Queue, settings: S
                 cur.executemany(q("set_job_id"), [{"org": org, "ids": ids, "job_id": job_id}
                                                   for job_id, org, ids in jobs])
     n = sum(len(ids) for ids in by_org.values())
+    metrics.requeued(n)
     if n:
         log.info("reconciled", extra={"action": "reconcile", "writes": n, "jobs": len(jobs)})
     return n

@@ -14,7 +14,7 @@ import sys
 
 from rq import SimpleWorker
 
-from fabric import embedded
+from fabric import embedded, metrics
 from fabric import queue as fq
 from fabric.config import Settings
 from fabric.db import make_pool, migrate
@@ -78,10 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     parser.add_argument("--parent-pid", type=int, default=None, help="exit when this process is gone")
     parser.add_argument("--name", default=None, help="worker name (default: RQ's)")
+    parser.add_argument("--metrics-port", type=int, default=None,
+                        help="serve Prometheus metrics on this port (default: FABRIC_METRICS_PORT)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=os.environ.get("FABRIC_LOG_LEVEL", "WARNING"),
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    return run(Settings.from_env(), burst=args.burst, parent_pid=args.parent_pid, name=args.name)
+    return run(Settings.from_env(metrics_port=args.metrics_port), burst=args.burst, parent_pid=args.parent_pid,
+               name=args.name)
 
 
 def run(settings: Settings, *, burst: bool = False, parent_pid: int | None = None, name: str | None = None) -> int:
@@ -94,6 +97,8 @@ def run(settings: Settings, *, burst: bool = False, parent_pid: int | None = Non
     jobs.install(placer)
     conn = fq.connect(rd_url)
     queue = fq.make_queue(conn, settings.queue_name)
+    if settings.metrics_port:
+        metrics.serve(settings.metrics_port, pool=pool, redis_client=conn, org_label=settings.metrics_org_label)
 
     def do_reconcile() -> None:
         reconcile(pool, conn, queue, settings, grace=settings.reconcile_grace)

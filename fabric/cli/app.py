@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import FabricError, NotFound, ValidationError
+from ..types import parse_time  # noqa: F401  (the commands' time parser)
 
 app = typer.Typer(
     name="fabric",
@@ -31,19 +32,6 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_TIMEOUT = 0, 1, 2, 3, 4
 
 JsonOpt = typer.Option(False, "--json", help="Print JSON instead of a table.")
 OrgOpt = typer.Option("default", "--org", "-o", help="Tenant (org).")
-
-
-def parse_time(name: str, value: str | None) -> datetime | None:
-    """ISO-8601 with a timezone (a trailing Z is UTC)."""
-    if value is None:
-        return None
-    try:
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValidationError(name, f"not an ISO-8601 time: {value!r}") from None
-    if dt.tzinfo is None:
-        raise ValidationError(name, f"{value!r} has no timezone; add one, e.g. {value}+00:00 or {value}Z")
-    return dt
 
 
 @contextmanager

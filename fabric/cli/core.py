@@ -37,15 +37,17 @@ def migrate(
 def worker(
     burst: bool = typer.Option(False, "--burst", help="Exit once the queue is empty."),
     name: Optional[str] = typer.Option(None, "--name", help="Worker name."),
+    metrics_port: Optional[int] = typer.Option(None, "--metrics-port",
+                                               help="Serve Prometheus metrics on this port (/metrics)."),
 ) -> None:
     """Run a placement worker on fabric's queue (several may run at once).
 
-    Example: REDIS_URL=redis://localhost:6379/0 DATABASE_URL=postgresql://... fabric worker
+    Example: REDIS_URL=redis://localhost:6379/0 DATABASE_URL=postgresql://... fabric worker --metrics-port 9464
     """
     from workers.run import run
 
     with handle_errors():
-        raise typer.Exit(run(Settings.from_env(), burst=burst, name=name))
+        raise typer.Exit(run(Settings.from_env(metrics_port=metrics_port), burst=burst, name=name))
 
 
 @app.command()

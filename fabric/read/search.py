@@ -75,8 +75,8 @@ def named_words(text: str) -> str:
 
 def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, k: int, valid_at: datetime,
                   known_at: datetime, include_superseded: bool = False, live_only: bool = False,
-                  pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP, names: bool = True
-                  ) -> dict[str, Any]:
+                  pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP, names: bool = True,
+                  subject_prefix: str | None = None) -> dict[str, Any]:
     """The `search` statement's parameters. `pool` (rows per leg) defaults to k in vector mode (the plain
     k-nearest search) and to max(k, HYBRID_POOL) otherwise."""
     if mode not in MODES:
@@ -88,7 +88,7 @@ def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, 
     return {"org": org, "q": vector if mode != "lexical" else None, "query": text or "",
             "names": named_words(text or "") if names else "", "valid_at": valid_at, "known_at": known_at,
             "include_superseded": include_superseded, "live_only": live_only, "mode": mode, "k": k,
-            "pool": max(pool, k), "rrf_k": rrf_k, "df_cap": df_cap}
+            "pool": max(pool, k), "rrf_k": rrf_k, "df_cap": df_cap, "subject_prefix": subject_prefix}
 
 
 def statement_for(mode: str) -> str:
@@ -112,28 +112,56 @@ def session_settings(*, ef_search: int) -> list[tuple[str, tuple[Any, ...]]]:
 def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray | None, mode: str, k: int,
            valid_at: datetime, known_at: datetime, include_superseded: bool = False, live_only: bool = False,
            ef_search: int = 100, pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP,
-           names: bool = True) -> list[dict[str, Any]]:
+           names: bool = True, subject_prefix: str | None = None) -> list[dict[str, Any]]:
     """One round trip: the settings and the mode's statement, sent together in a pipeline.
 
-    Rows carry the memory's columns plus `score`, `vector_rank`, `lexical_rank` and `named_matches`."""
-    params = search_params(org=org, text=text, vector=vector, mode=mode, k=k, valid_at=valid_at,
-                           known_at=known_at, include_superseded=include_superseded, live_only=live_only,
-                           pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names)
-    # The fused modes fill a pool of `pool` rows from the vector leg; after the org and time filter
-    # ~40% of a shared graph's candidates qualify, so visit 8x the pool or the exact fallback runs on
-    # every query of a large org (measured at 100k: p50 433 -> 69 ms; docs/performance.md, proposal 1).
-    ef = max(ef_search, params["pool"]) if mode == "vector" else min(1000, max(ef_search, 8 * params["pool"]))
-    settings = session_settings(ef_search=ef)
+    Rows carry the memory's columns plus `score`, `vector_rank`, `lexical_rank` and `named_matches`.
+    subject_prefix: only memories whose subject is that namespace or below it (fabric_api.under)."""
+    settings, statement, params = search_plan(
+        org=org, text=text, vector=vector, mode=mode, k=k, valid_at=valid_at, known_at=known_at,
+        include_superseded=include_superseded, live_only=live_only, ef_search=ef_search, pool=pool,
+        rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix)
     if psycopg.Pipeline.is_supported():
         with conn.pipeline():
             for stmt, args in settings:
                 conn.execute(stmt, args)
-            cur = conn.execute(statement_for(mode), params)
+            cur = conn.execute(statement, params)
         rows = cur.fetchall()
     else:  # pragma: no cover - libpq older than 14
         for stmt, args in settings:
             conn.execute(stmt, args)
-        rows = conn.execute(statement_for(mode), params).fetchall()
+        rows = conn.execute(statement, params).fetchall()
+    return search_rows(rows)
+
+
+async def asearch(conn: psycopg.AsyncConnection, **kw: Any) -> list[dict[str, Any]]:
+    """`search` on an async connection: the same plan, the same statement, the same rows."""
+    settings, statement, params = search_plan(**kw)
+    async with conn.pipeline():
+        for stmt, args in settings:
+            await conn.execute(stmt, args)
+        cur = await conn.execute(statement, params)
+    return search_rows(await cur.fetchall())
+
+
+def search_plan(*, org: str, text: str, vector: np.ndarray | None, mode: str, k: int, valid_at: datetime,
+                known_at: datetime, include_superseded: bool = False, live_only: bool = False,
+                ef_search: int = 100, pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP,
+                names: bool = True, subject_prefix: str | None = None
+                ) -> tuple[list[tuple[str, tuple[Any, ...]]], str, dict[str, Any]]:
+    """(session settings, statement, parameters) of one search."""
+    params = search_params(org=org, text=text, vector=vector, mode=mode, k=k, valid_at=valid_at,
+                           known_at=known_at, include_superseded=include_superseded, live_only=live_only,
+                           pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix)
+    # The fused modes fill a pool of `pool` rows from the vector leg; after the org and time filter
+    # ~40% of a shared graph's candidates qualify, so visit 8x the pool or the exact fallback runs on
+    # every query of a large org (measured at 100k: p50 433 -> 69 ms; docs/performance.md, proposal 1).
+    ef = max(ef_search, params["pool"]) if mode == "vector" else min(1000, max(ef_search, 8 * params["pool"]))
+    return session_settings(ef_search=ef), statement_for(mode), params
+
+
+def search_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What every search does to its rows, sync or async: post-processing belongs here, once."""
     for row in rows:
         row["score"] = float(row["score"])
     return flag_conflicts(rows)
@@ -186,12 +214,33 @@ def branch_context(conn: psycopg.Connection, *, org: str, ids: Iterable[uuid.UUI
     """Up to n neighbours of each memory on its branch (parent chain and subtree, nearest first), walked
     through superseded nodes and filtered at the output. One query for all the memories."""
     ids = list(dict.fromkeys(ids))
-    out: dict[uuid.UUID, list[dict[str, Any]]] = {i: [] for i in ids}
     if not ids or n <= 0:
-        return out
-    rows = conn.execute(CONTEXT_SQL, {
-        "org": org, "ids": ids, "n": n, "max_hops": n + CONTEXT_SLACK, "valid_at": valid_at,
-        "known_at": known_at, "include_superseded": include_superseded}).fetchall()
+        return {i: [] for i in ids}
+    rows = conn.execute(CONTEXT_SQL, context_params(org=org, ids=ids, n=n, valid_at=valid_at, known_at=known_at,
+                                                    include_superseded=include_superseded)).fetchall()
+    return context_by_hit(ids, rows)
+
+
+async def abranch_context(conn: psycopg.AsyncConnection, *, org: str, ids: Iterable[uuid.UUID], n: int,
+                          valid_at: datetime, known_at: datetime, include_superseded: bool = False
+                          ) -> dict[uuid.UUID, list[dict[str, Any]]]:
+    """`branch_context` on an async connection."""
+    ids = list(dict.fromkeys(ids))
+    if not ids or n <= 0:
+        return {i: [] for i in ids}
+    cur = await conn.execute(CONTEXT_SQL, context_params(org=org, ids=ids, n=n, valid_at=valid_at,
+                                                         known_at=known_at, include_superseded=include_superseded))
+    return context_by_hit(ids, await cur.fetchall())
+
+
+def context_params(*, org: str, ids: list[uuid.UUID], n: int, valid_at: datetime, known_at: datetime,
+                   include_superseded: bool) -> dict[str, Any]:
+    return {"org": org, "ids": ids, "n": n, "max_hops": n + CONTEXT_SLACK, "valid_at": valid_at,
+            "known_at": known_at, "include_superseded": include_superseded}
+
+
+def context_by_hit(ids: list[uuid.UUID], rows: Iterable[dict[str, Any]]) -> dict[uuid.UUID, list[dict[str, Any]]]:
+    out: dict[uuid.UUID, list[dict[str, Any]]] = {i: [] for i in ids}
     for row in rows:
         out[row["hit"]].append(row)
     return out

@@ -9,7 +9,8 @@
 -- leg's term statistics, too, are those of the memories that hold.
 -- Parameters: org, q (the query's embedding; NULL in lexical mode), query (its text), names (the
 -- words it capitalises, found by fabric/read/search.py), valid_at, known_at, include_superseded,
--- live_only (only memories currently believed and live), mode, k, pool (rows per leg), rrf_k, df_cap.
+-- live_only (only memories currently believed and live), mode, k, pool (rows per leg), rrf_k, df_cap,
+-- subject_prefix (NULL, or only memories in that namespace or below it: fabric_api.under, migration 0006).
 -- The vector leg is the one in search_vector (keep the two in step).
 WITH
 -- ---------------------------------------------------------------- lexical leg
@@ -40,6 +41,7 @@ postings AS MATERIALIZED (   -- each term's memories that hold (GIN index, then 
           AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                                %(valid_at)s, %(known_at)s, %(include_superseded)s)
           AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+          AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
         LIMIT %(df_cap)s) p
 ),
 weights AS MATERIALIZED (   -- BM25's idf over the memories that hold (N, df counted up to df_cap): the
@@ -78,6 +80,7 @@ ann AS MATERIALIZED (   -- the HNSW index scan; its WHERE applies after the scan
       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+      AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
     ORDER BY m.embedding <=> %(q)s::vector
     LIMIT %(pool)s
 ),
@@ -90,6 +93,7 @@ qualifying AS MATERIALIZED (   -- the exact scan, run only when the index scan c
       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+      AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
 ),
 vec_leg AS (
     SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS vec_rank,
@@ -139,6 +143,7 @@ ann AS MATERIALIZED (   -- the index scan
       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+      AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
     ORDER BY m.embedding <=> %(q)s::vector
     LIMIT %(k)s
 ),
@@ -151,6 +156,7 @@ qualifying AS MATERIALIZED (   -- the exact scan, run only when the index scan c
       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+      AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
 ),
 top AS (
     SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS vec_rank

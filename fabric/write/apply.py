@@ -10,13 +10,14 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
+from .. import metrics
 from ..errors import FabricError
 from ..placement.facts import text_key
 from ..placement.intervals import ChainMember, Revision, plan_insert
@@ -86,12 +87,28 @@ def decide(write: IncomingWrite, cands: Sequence[Candidate], validator: Validato
            near_similarity: float) -> Decision:
     gated = pregate(write, cands, near_similarity=near_similarity)
     if gated is not None:
-        return gated
+        return keep_keys_apart(write, gated, cands)
     started = time.perf_counter()
     decision = validator.decide(write, cands)
     if decision.latency_ms is None:
         decision = decision.with_cost(latency_ms=(time.perf_counter() - started) * 1000)
-    return check_decision(decision, cands)
+    decision = keep_keys_apart(write, check_decision(decision, cands), cands)
+    metrics.decided(decision)
+    return decision
+
+
+def keep_keys_apart(write: IncomingWrite, decision: Decision, cands: Sequence[Candidate]) -> Decision:
+    """A keyed write states another fact than a memory under another key, however alike their texts
+    (a LangGraph store writes the same text under many keys): it is neither that memory's duplicate
+    nor its correction, whichever validator said so. It starts a branch of its own."""
+    if not write.keyed or decision.kind not in ("duplicate", "contradiction_fork"):
+        return decision
+    target = next((c for c in cands if c.id == decision.target_id), None)
+    if target is None or target.subject is None or target.key_match:
+        return decision
+    return replace(decision, kind="new_branch", target_id=None,
+                   reason=f"{decision.reason}; but that memory is under another key "
+                          f"({target.subject}, {target.relation}): another fact")
 
 
 def place_one(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, validator: Validator, *,

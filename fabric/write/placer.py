@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from typing import Sequence
 
 from psycopg_pool import ConnectionPool
 
+from .. import metrics
 from ..config import Settings
 from ..embed import Embedder, make_embedder
 from ..errors import FabricError, ValidatorError
@@ -48,17 +50,23 @@ class Placer:
             if not writes:
                 stats.skipped = len(ids)
                 return stats
+            started = time.perf_counter()
             vectors = self.embedder.embed([w.content for w in writes])  # one batch for the whole job
+            metrics.embedded(len(writes), time.perf_counter() - started)
             for write, vec in zip(writes, vectors):
+                started = time.perf_counter()
                 try:
-                    place_one(conn, write, vec, self.validator, k=self.settings.neighbours_k,
-                              near_similarity=self.settings.near_similarity, ef_search=self.settings.ef_search,
-                              stats=stats)
+                    placed = place_one(conn, write, vec, self.validator, k=self.settings.neighbours_k,
+                                       near_similarity=self.settings.near_similarity,
+                                       ef_search=self.settings.ef_search, stats=stats)
+                    if placed is not None:
+                        metrics.placement_done(placed.decision, placed.validator, time.perf_counter() - started)
                 except ValidatorError as exc:
                     # The validator's own retries are spent: park the write for an admin, with the error.
                     conn.rollback()
                     note_failure(conn, org, write.id, f"validator: {exc}", park=True, max_attempts=1)
                     stats.parked += 1
+                    metrics.write_parked(self.validator.name)
                     log.warning("write parked", extra={"action": "park", "write_id": str(write.id),
                                                        "error": str(exc)})
                 except Exception as exc:
@@ -67,6 +75,7 @@ class Placer:
                                           max_attempts=self.settings.job_retries + 2)
                     if status == "parked":
                         stats.parked += 1
+                        metrics.write_parked(None)
                         continue
                     raise  # RQ's Retry takes it from here
         return stats

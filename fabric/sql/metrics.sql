@@ -1,0 +1,12 @@
+-- name: metrics_open_writes
+-- Writes still waiting, per org and status, for the metrics endpoint (read at scrape time).
+-- Pending writes are counted from their partial index (ix_writes_pending); parked ones are few.
+SELECT org, 'pending' AS status, count(*) AS n
+FROM fabric.writes
+WHERE status = 'pending'
+GROUP BY org
+UNION ALL
+SELECT org, 'parked' AS status, count(*) AS n
+FROM fabric.writes
+WHERE status = 'parked'
+GROUP BY org;

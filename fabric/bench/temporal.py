@@ -173,7 +173,8 @@ RELATIONS: tuple[Relation, ...] = (
              " with {x} seats", ("twenty", "forty", "sixty", "eighty", "ninety", "thirty"),
              "How many seats does {s} have on the {v} plan?"),
     Relation("favourite_film", "person", "film",
-             ("The favourite film of {s} is {v}.", "{s}'s favourite film is {v}.", "{s} names {v} as a favourite film."),
+             ("The favourite film of {s} is {v}.", "{s}'s favourite film is {v}.",
+              "{s} names {v} as a favourite film."),
              ("The favourite film of {s} is {v}.", "{s} loves {v} more than any other film.",
               "{v} is {s}'s favourite movie.", "Of all films, {s} likes {v} best."),
              ("What is {s}'s favourite film?", "Which film does {s} like best?"),
@@ -924,7 +925,8 @@ def summarise(records: Sequence[dict[str, Any]], backends: Sequence[Any]) -> dic
             asof = [r for r in rs if r["asked"] != "now"]
             loops = [r["loop"] for r in rs if "loop" in r]
             rows.append({
-                "backend": b.name, "kind": kind, "phrasing": phrasing, "queries": len(rs), "correct": sum(r["correct"] for r in rs),
+                "backend": b.name, "kind": kind, "phrasing": phrasing, "queries": len(rs),
+                "correct": sum(r["correct"] for r in rs),
                 "accuracy": _pct(sum(r["correct"] for r in rs), len(rs)),
                 "now_queries": len(now), "stale": sum(bool(r.get("stale")) for r in now),
                 "stale_rate": _pct(sum(bool(r.get("stale")) for r in now), len(now)),
@@ -1059,19 +1061,21 @@ def conversation_turns(seed: int, turns: int) -> list[str]:
     return out
 
 
-def conversation(fab: Any, *, run_id: str, seed: int = 0, turns: int = 120) -> dict[str, Any]:
+def conversation(fab: Any, *, run_id: str, seed: int = 0, turns: int = TURNS_FULL) -> dict[str, Any]:
     """Write the stream as text-only memories in one org (a day apart) and count the collapsed turns:
     refused as a duplicate, or superseded by a later turn. Every turn is a distinct fact."""
     org = f"bench-{run_id}-conversation"
     texts = conversation_turns(seed, turns)
     start = EPOCH + timedelta(days=3000)
     started = time.perf_counter()
-    receipts = fab.write_many([dict(content=t, org=org, valid_from=start + timedelta(days=n), source="bench-conversation",
-                                    metadata={"bench_run": run_id}) for n, t in enumerate(texts)])
+    receipts = fab.write_many([dict(content=t, org=org, valid_from=start + timedelta(days=n),
+                                    source="bench-conversation", metadata={"bench_run": run_id})
+                               for n, t in enumerate(texts)])
     placed = [fab.wait(r, timeout=WAIT_TIMEOUT) for r in receipts]
     seconds = time.perf_counter() - started
     live = {m.id for m in fab.belief_state(org=org)}
     text_of = {p.memory_id: t for p, t in zip(placed, texts) if p.decision != "duplicate"}
+    forked_by = {p.target_id: (t, p.reason) for p, t in zip(placed, texts) if p.decision == "contradiction_fork"}
     decisions: dict[str, int] = {}
     collapsed = []
     for p, t in zip(placed, texts):
@@ -1080,10 +1084,12 @@ def conversation(fab: Any, *, run_id: str, seed: int = 0, turns: int = 120) -> d
             collapsed.append({"turn": t, "how": "refused as a duplicate of", "other": text_of.get(p.memory_id),
                               "reason": p.reason})
         elif p.memory_id not in live:
-            collapsed.append({"turn": t, "how": "superseded", "other": None, "reason": None})
+            by, reason = forked_by.get(p.memory_id, (None, None))
+            collapsed.append({"turn": t, "how": "superseded by", "other": by, "reason": reason})
     calls = sum(p.validator not in (None, "pregate") for p in placed)
     return {"turns": len(texts), "collapsed": len(collapsed), "collapsed_share": len(collapsed) / len(texts),
-            "duplicates": decisions.get("duplicate", 0), "superseded": sum(c["how"] == "superseded" for c in collapsed),
+            "duplicates": decisions.get("duplicate", 0),
+            "superseded": sum(c["how"] == "superseded by" for c in collapsed),
             "decisions": dict(sorted(decisions.items())), "validator_calls_per_write": calls / len(texts),
             "validators": sorted({p.validator or "?" for p in placed}), "seconds": round(seconds, 2),
             "examples": collapsed[:10]}

@@ -201,7 +201,8 @@ def run_validator(validator: Validator, cases: Sequence[Case], *, near_similarit
             predicted, target, reason, by, called = "error", None, str(exc), validator.name, True
             latency, pt, ct = None, None, None
         correct = predicted == case.pair.label and (predicted == "new_branch" or target == case.target_id)
-        run.rows.append({"id": case.pair.id, "split": case.pair.split, "label": case.pair.label, "predicted": predicted, "correct": correct,
+        run.rows.append({"id": case.pair.id, "split": case.pair.split, "label": case.pair.label,
+                         "predicted": predicted, "correct": correct,
                          "note": case.pair.note, "reason": reason, "by": by, "called": called,
                          "latency_ms": latency, "prompt_tokens": pt, "completion_tokens": ct,
                          "requests": _requests(validator) - calls_before,
@@ -253,7 +254,8 @@ def bench(*, settings: Any, use_llm: bool | None = None, pairs_path: str | Path 
 
 
 def bench_sets(*, settings: Any, pairs_paths: Sequence[str | Path] = DEFAULT_SETS, use_llm: bool | None = None,
-               pregate: bool = True, split: str | None = None, llm_validator: Validator | None = None) -> dict[str, Any]:
+               pregate: bool = True, split: str | None = None,
+               llm_validator: Validator | None = None) -> dict[str, Any]:
     """`bench` on several labelled sets in one run, with one embedder (and one LLM validator)."""
     from ..embed import make_embedder
 

@@ -36,8 +36,8 @@ from ..errors import ConfigurationError, ValidatorError
 from . import prompts
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
 
-# Below this confidence a contradiction_fork is not applied (measured on the tune split of
-# tests/data/placement_pairs_v2.jsonl; see fabric bench validators --split tune).
+# Below this confidence a contradiction_fork is not applied. A starting point, not calibrated against
+# the real model yet: calibrate it on the tune split only (fabric bench validators --llm --split tune).
 MIN_FORK_CONFIDENCE = 0.6
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from pgvector.psycopg import register_vector_async
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from . import calls, db, embedded
+from . import calls, db, embedded, metrics
 from . import queue as fq
 from .api import Fabric, spawn_worker, terminate_worker
 from .config import Settings
@@ -38,7 +38,7 @@ from .errors import (
 )
 from .policy import REFUSED_KEY, apply_policy
 from .sql import q
-from .types import DecisionRecord, Memory, Placement, WriteReceipt, WriteRequest, as_uuid, check_org
+from .types import DecisionRecord, Memory, Placement, WriteReceipt, WriteRequest, as_uuid, check_org, write_fields
 
 if TYPE_CHECKING:
     from .replay import ReplayReport
@@ -222,10 +222,9 @@ class AsyncFabric:
     async def write_many(self, items: Iterable[Mapping[str, Any] | WriteRequest]) -> list[WriteReceipt]:
         """Accept many writes in one transaction and queue them in batched jobs (see `Fabric.write_many`)."""
         reqs = []
-        for i, item in enumerate(items):
+        for i, item in enumerate(calls.check_items(items)):
             try:
-                reqs.append(await (self._gate(item) if isinstance(item, WriteRequest)
-                                   else self._request(dict(item))))
+                reqs.append(await self._request(write_fields(item)))
             except ValidationError as exc:
                 raise calls.batch_item_error(i, exc) from exc
         return await self._accept(reqs) if reqs else []
@@ -259,6 +258,7 @@ class AsyncFabric:
         except TenantAccessDenied as exc:
             raise TenantAccessDenied(", ".join(orgs), exc.detail) from exc
         self._known_orgs.update(orgs)
+        metrics.writes_accepted(len(rows))
         enqueued = True
         try:
             await self._enqueue(jobs)
@@ -328,12 +328,14 @@ class AsyncFabric:
         from .read.search import abranch_context, asearch
 
         calls.check_search(query, org=org, k=k, mode=mode, context=context, explain=explain)
+        current = valid_at is None and known_at is None   # the current state: its own index
         valid_at, known_at = calls.times(valid_at, known_at)
         vec = None if mode == "lexical" else await self._embed_query(query)
         async with self._conn(org) as conn:
             rows = await asearch(conn, org=org, text=query, vector=vec, mode=mode, k=k, valid_at=valid_at,
                                  known_at=known_at, include_superseded=include_superseded,
-                                 ef_search=self.settings.ef_search, subject_prefix=subject_prefix)
+                                 ef_search=self.settings.ef_search, subject_prefix=subject_prefix,
+                                 current=current)
             near = await abranch_context(conn, org=org, ids=[r["id"] for r in rows], n=context, valid_at=valid_at,
                                          known_at=known_at, include_superseded=include_superseded
                                          ) if context else {}

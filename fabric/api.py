@@ -27,7 +27,7 @@ from .errors import (
 )
 from .sql import q
 from .types import (
-    DecisionRecord, Memory, Placement, WriteReceipt, WriteRequest, as_uuid, check_org,
+    DecisionRecord, Memory, Placement, WriteReceipt, WriteRequest, as_uuid, check_org, check_text, write_fields,
 )
 from .write import retract as retract_mod
 
@@ -149,9 +149,9 @@ class Fabric:
 
         Every item is validated first; one bad item refuses the batch, naming it (`items[3].content: ...`)."""
         reqs = []
-        for i, item in enumerate(items):
+        for i, item in enumerate(calls.check_items(items)):
             try:
-                reqs.append(self._gate(item) if isinstance(item, WriteRequest) else self._request(dict(item)))
+                reqs.append(self._request(write_fields(item)))
             except ValidationError as exc:
                 raise calls.batch_item_error(i, exc) from exc
         return self._accept(reqs) if reqs else []
@@ -166,7 +166,8 @@ class Fabric:
 
     def _accept(self, reqs: Sequence[WriteRequest]) -> list[WriteReceipt]:
         rows, jobs, orgs = calls.plan_accept(reqs, self.settings.embed_batch_size)
-        try:
+
+        def insert() -> None:
             # One transaction, one round trip (pipeline mode); each org's rows are written with that
             # org set on the connection (row-level security); a known org is not registered again.
             with self._conn() as conn, conn.pipeline(), conn.cursor() as cur:
@@ -176,6 +177,10 @@ class Fabric:
                         cur.execute(q("ensure_org"), {"org": o})
                     cur.executemany(q("insert_write"), [calls.write_params(wid, r, job_id)
                                                         for wid, r, job_id in rows if r.org == o])
+
+        try:
+            # The write ids are fixed above and the insert skips ids it already holds: safe to retry.
+            db.run_guarded(self.pool, insert, retry=True)
         except TenantAccessDenied as exc:  # raised by _conn when the pipeline syncs: name the org(s)
             raise TenantAccessDenied(", ".join(orgs), exc.detail) from exc
         self._known_orgs.update(orgs)
@@ -189,6 +194,7 @@ class Fabric:
             log.warning("write accepted but not queued", extra={"action": "enqueue_failed", "error": str(exc)})
         return calls.receipts(rows, enqueued)
 
+    @db.guarded(retry=True)
     def wait(self, receipt_or_id: WriteReceipt | uuid.UUID | str, timeout: float = 30.0, *,
              org: str | None = None) -> Placement:
         """Block until the write is placed; return where it went."""
@@ -204,8 +210,11 @@ class Fabric:
                 raise PlacementTimeout(f"write {wid} still pending after {timeout}s; {self._worker_report()}")
             time.sleep(delay)
 
+    @db.guarded(retry=True)
     def drain(self, org: str | None = "default", timeout: float = 60.0) -> int:
         """Block until nothing of `org` (None: of any org) is pending. Returns how many were parked meanwhile."""
+        if org is not None:
+            check_org(org)
         deadline = time.monotonic() + timeout
         for delay in calls.backoff(0.01, 0.25):
             with self._conn(org) as conn:
@@ -228,6 +237,7 @@ class Fabric:
                     f"start one with `fabric worker`")
         return f"{len(workers)} worker(s) listening on queue {self.queue.name!r}; they may be busy"
 
+    @db.guarded(retry=True)
     def reconcile(self, *, grace: float | None = None, limit: int = 10000) -> int:
         """Queue again every pending write whose job is lost. Returns how many writes were queued."""
         from workers.reconcile import reconcile
@@ -237,6 +247,7 @@ class Fabric:
 
     # ------------------------------------------------------------------ reads
 
+    @db.guarded(retry=True)
     def search(self, query: str, *, org: str = "default", k: int = 10, valid_at: datetime | None = None,
                known_at: datetime | None = None, include_superseded: bool = False, mode: str = "hybrid",
                context: int = 0, explain: bool = False) -> list[Memory]:
@@ -259,16 +270,19 @@ class Fabric:
         from .read.search import branch_context, search as run_search
 
         calls.check_search(query, org=org, k=k, mode=mode, context=context, explain=explain)
+        current = valid_at is None and known_at is None   # the current state: its own index
         valid_at, known_at = calls.times(valid_at, known_at)
         vec = None if mode == "lexical" else self.embedder.embed([query])[0]
         with self._conn(org) as conn:
             rows = run_search(conn, org=org, text=query, vector=vec, mode=mode, k=k, valid_at=valid_at,
                               known_at=known_at, include_superseded=include_superseded,
-                              ef_search=self.settings.ef_search, subject_prefix=subject_prefix)
+                              ef_search=self.settings.ef_search, subject_prefix=subject_prefix,
+                              current=current)
             near = branch_context(conn, org=org, ids=[r["id"] for r in rows], n=context, valid_at=valid_at,
                                   known_at=known_at, include_superseded=include_superseded) if context else {}
         return calls.search_results(rows, near, explain)
 
+    @db.guarded(retry=True)
     def current_value(self, subject: str, relation: str, *, org: str = "default",
                       valid_at: datetime | None = None, known_at: datetime | None = None) -> Memory | None:
         """The value of (subject, relation) valid at `valid_at` as known at `known_at`: no embeddings."""
@@ -277,6 +291,7 @@ class Fabric:
             row = conn.execute(q("current_value"), params).fetchone()
         return Memory.from_row(row) if row else None
 
+    @db.guarded(retry=True)
     def walk(self, root_id: uuid.UUID | str, *, org: str = "default", max_depth: int | None = None,
              include_superseded: bool = False, valid_at: datetime | None = None,
              known_at: datetime | None = None) -> list[Memory]:
@@ -288,6 +303,7 @@ class Fabric:
             rows = conn.execute(q("walk"), params).fetchall()
         return [Memory.from_row(r) for r in rows]
 
+    @db.guarded(retry=True)
     def history(self, memory_id: uuid.UUID | str, *, org: str = "default") -> list[Memory]:
         """The supersession chain through a memory, oldest first."""
         check_org(org)
@@ -297,6 +313,7 @@ class Fabric:
             rows = conn.execute(q("history"), {"org": org, "id": mid}).fetchall()
         return [Memory.from_row(r) for r in rows]
 
+    @db.guarded(retry=True)
     def belief_state(self, *, org: str = "default", valid_at: datetime | None = None,
                      known_at: datetime | None = None) -> list[Memory]:
         """Every memory the store held as valid at `valid_at`, as known at `known_at`."""
@@ -307,8 +324,10 @@ class Fabric:
                                 ).fetchall()
         return [Memory.from_row(r) for r in rows]
 
+    @db.guarded(retry=True)
     def get(self, memory_id: uuid.UUID | str, *, org: str = "default") -> Memory:
         """One memory as currently believed."""
+        check_org(org)
         mid = as_uuid("memory_id", memory_id)
         with self._conn(org) as conn:
             self._require_memory(conn, org, mid)
@@ -324,6 +343,7 @@ class Fabric:
 
     # ------------------------------------------------------------------ corrections
 
+    @db.guarded(retry=False)
     def retract(self, memory_id: uuid.UUID | str, *, org: str = "default", reason: str) -> uuid.UUID:
         """The store learns a memory was wrong: its transaction time ends now, and what it superseded
         is current again. Queries with `known_at` before now still see the old belief."""
@@ -333,15 +353,20 @@ class Fabric:
         with self._conn(org) as conn:
             return retract_mod.retract(conn, org, mid, reason)
 
+    @db.guarded(retry=False)
     def revert(self, decision_id: uuid.UUID | str, *, org: str | None = None,
                reason: str = "reverted by admin") -> uuid.UUID:
         """Undo a placement as a new logged event (transaction-time history keeps both)."""
         from .write.revert import revert
 
         did = as_uuid("decision_id", decision_id)
+        if org is not None:
+            check_org(org)
+        check_text("reason", reason)
         with self._conn(org) as conn:
             return revert(conn, self, did, org=org, reason=reason)
 
+    @db.guarded(retry=True)
     def decisions(self, *, org: str = "default", since: datetime | None = None, kind: str | None = None,
                   action: str | None = None, limit: int = 100) -> list[DecisionRecord]:
         """The decision log, newest first."""
@@ -352,6 +377,7 @@ class Fabric:
 
     # ------------------------------------------------------------------ admin (fabric/replay.py, fabric/policy.py)
 
+    @db.guarded(retry=False)
     def replay(self, org: str, root_id: uuid.UUID | str, *, validator: str = "rule",
                apply: bool = False) -> "ReplayReport":
         """Re-run placement over the subtree under `root_id` with `validator` ('rule' | 'llm'), in the
@@ -361,6 +387,7 @@ class Fabric:
 
         return replay(self, org, root_id, validator=validator, apply=apply)
 
+    @db.guarded(retry=False)
     def invalidate_source(self, source: str, *, org: str = "default", at: datetime | None = None) -> int:
         """The system `source` changed: end the valid time at `at` (default now) of every live memory it
         owns, as new versions, logged as one 'invalidate_source' decision. Returns how many ended."""
@@ -372,6 +399,7 @@ class Fabric:
             _, ids = invalidate_source(conn, org, source, at)
         return len(ids)
 
+    @db.guarded(retry=True)
     def stats(self, org: str | None = None) -> dict[str, Any]:
         """Per org: memories live/superseded/retracted, writes by status, decisions by action:kind,
         policy refusals by kind."""
@@ -386,6 +414,7 @@ class Fabric:
             raise UnknownOrg(org)
         return out
 
+    @db.guarded(retry=True)
     def sample_decisions(self, *, org: str = "default", n: int = 20, since: datetime | None = None,
                          kind: str | None = None, action: str | None = None) -> list[DecisionRecord]:
         """A random sample of the decision log for review (e.g. kind='contradiction_fork': the

@@ -13,7 +13,12 @@ from psycopg.types.json import Jsonb
 
 from . import queue as fq
 from .errors import NotFound, PlacementParked, ValidationError
-from .types import Memory, Placement, WriteReceipt, WriteRequest, as_uuid, aware, check_org, utcnow
+from .types import (
+    Memory, Placement, WriteReceipt, WriteRequest, as_uuid, aware, check_int, check_optional_text, check_org,
+    check_text, utcnow,
+)
+
+MAX_WALK_DEPTH = 100_000  # far deeper than any tree; bounds the recursive CTE's guard
 
 # Act for an org until the transaction ends (row-level security keys on it: migration 0002).
 SET_ORG_SQL = "SELECT set_config('fabric.org', %s, true)"
@@ -26,6 +31,13 @@ def build_request(fields: dict[str, Any], max_chars: int) -> WriteRequest:
     fields = dict(fields)
     content = fields.pop("content", None)
     return WriteRequest.build(content, max_chars=max_chars, **{k: v for k, v in fields.items() if v is not None})
+
+
+def check_items(items: object) -> Iterable[Any]:
+    """write_many's argument: an iterable of writes (not a string, a mapping or a single write)."""
+    if isinstance(items, (str, bytes, Mapping, WriteRequest)) or not isinstance(items, Iterable):
+        raise ValidationError("items", f"expected a list of writes, got {type(items).__name__}")
+    return items
 
 
 def batch_item_error(i: int, exc: ValidationError) -> ValidationError:
@@ -66,7 +78,7 @@ def receipts(rows: Iterable[tuple[uuid.UUID, WriteRequest, str]], enqueued: bool
 def wait_target(receipt_or_id: WriteReceipt | uuid.UUID | str, org: str | None) -> tuple[uuid.UUID, str]:
     if isinstance(receipt_or_id, WriteReceipt):
         return receipt_or_id.id, receipt_or_id.org
-    return as_uuid("write_id", receipt_or_id), org or "default"
+    return as_uuid("write_id", receipt_or_id), check_org(org or "default")
 
 
 def placement_of(wid: uuid.UUID, org: str, row: Mapping[str, Any] | None) -> Placement | None:
@@ -102,8 +114,7 @@ def check_search(query: object, *, org: object, k: object, mode: object, context
     from .read.search import MODES
 
     check_org(org)
-    if not isinstance(query, str) or not query.strip():
-        raise ValidationError("query", "empty")
+    check_text("query", query)
     if not isinstance(k, int) or isinstance(k, bool) or k < 1 or k > 1000:
         raise ValidationError("k", "must be an integer between 1 and 1000")
     if not isinstance(mode, str) or mode not in MODES:
@@ -129,9 +140,8 @@ def search_results(rows: Sequence[Mapping[str, Any]], near: Mapping[uuid.UUID, S
 def current_value_params(subject: object, relation: object, *, org: object, valid_at: datetime | None,
                          known_at: datetime | None) -> dict[str, Any]:
     check_org(org)
-    for name, v in (("subject", subject), ("relation", relation)):
-        if not isinstance(v, str) or not v.strip():
-            raise ValidationError(name, "must be a non-empty string")
+    check_text("subject", subject)
+    check_text("relation", relation)
     valid_at, known_at = times(valid_at, known_at)
     return {"org": org, "subject": subject.strip(), "relation": relation.strip().lower(),
             "valid_at": valid_at, "known_at": known_at}
@@ -141,8 +151,8 @@ def walk_params(root_id: object, *, org: object, max_depth: object, include_supe
                 valid_at: datetime | None, known_at: datetime | None) -> dict[str, Any]:
     check_org(org)
     rid = as_uuid("root_id", root_id)
-    if max_depth is not None and (not isinstance(max_depth, int) or max_depth < 0):
-        raise ValidationError("max_depth", "must be a non-negative integer")
+    if max_depth is not None:
+        check_int("max_depth", max_depth, 0, MAX_WALK_DEPTH)
     valid_at, known_at = times(valid_at, known_at)
     return {"org": org, "root": rid, "include_superseded": include_superseded, "max_depth": max_depth,
             "valid_at": valid_at, "known_at": known_at}
@@ -151,14 +161,18 @@ def walk_params(root_id: object, *, org: object, max_depth: object, include_supe
 def decisions_params(*, org: object, since: datetime | None, kind: str | None, action: str | None,
                      limit: int) -> dict[str, Any]:
     check_org(org)
+    check_int("limit", limit, 1, 10000)
+    check_optional_text("kind", kind)
+    check_optional_text("action", action)
     return {"org": org, "since": aware("since", since), "kind": kind, "action": action, "limit": limit}
 
 
 def check_sample(n: object) -> None:
-    if not isinstance(n, int) or n < 1 or n > 10000:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1 or n > 10000:
         raise ValidationError("sample", "must be an integer between 1 and 10000")
 
 
 def check_reason(reason: object) -> None:
-    if not isinstance(reason, str) or not reason.strip():
+    if reason is None or (isinstance(reason, str) and not reason.strip()):
         raise ValidationError("reason", "a retraction needs a reason")
+    check_text("reason", reason)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
+from typing import Callable, TypeVar
 
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .errors import DatabaseError, PgvectorMissing
+from .errors import DatabaseError, FabricError, PgvectorMissing, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,76 @@ def make_pool(url: str, *, min_size: int = 1, max_size: int = 8) -> ConnectionPo
     return pool
 
 
+# ---------------------------------------------------------------- connection loss
+
+T = TypeVar("T")
+
+# SQLSTATEs that mean "the session is gone", not "this statement was wrong": connection exceptions
+# (class 08) and the server shutting down or crashing (57P01-57P03).
+_SESSION_LOST = ("57P01", "57P02", "57P03")
+
+
+def is_connection_loss(exc: BaseException) -> bool:
+    if isinstance(exc, PoolTimeout):
+        return True
+    if isinstance(exc, psycopg.OperationalError):
+        state = exc.sqlstate
+        return state is None or state.startswith("08") or state in _SESSION_LOST
+    return False
+
+
+def server_reachable(pool: ConnectionPool, timeout: int = 3) -> bool:
+    """Can a new session be opened right now? (Used only after a failure, never on the hot path.)"""
+    try:
+        psycopg.connect(pool.conninfo, connect_timeout=timeout).close()
+    except psycopg.Error:
+        return False
+    return True
+
+
+def run_guarded(pool: ConnectionPool, call: Callable[[], T], *, retry: bool) -> T:
+    """Run `call` (which uses `pool`); turn every database error into a FabricError.
+
+    On connection loss (e.g. PostgreSQL restarted, so every pooled session is dead), and when `retry`
+    says running `call` twice is safe, drop the dead sessions and run it once more on a fresh one."""
+    try:
+        return call()
+    except FabricError:
+        raise
+    except psycopg.Error as exc:
+        if not is_connection_loss(exc):
+            raise DatabaseError(f"database error: {exc}") from exc
+        first = exc
+    except PoolTimeout as exc:
+        raise StoreUnavailable(f"no PostgreSQL connection available: {exc}") from exc
+    log.warning("connection lost", extra={"action": "connection_lost", "error": str(first), "retry": retry})
+    if not retry:
+        raise StoreUnavailable(f"lost the connection to PostgreSQL (not retried: not safe to repeat): {first}") \
+            from first
+    if not server_reachable(pool):
+        raise StoreUnavailable(f"lost the connection to PostgreSQL and cannot reconnect: {first}") from first
+    pool.check()  # discard every dead pooled session, so the retry gets a fresh one
+    try:
+        return call()
+    except FabricError:
+        raise
+    except (psycopg.Error, PoolTimeout) as exc:
+        if is_connection_loss(exc):
+            raise StoreUnavailable(f"lost the connection to PostgreSQL again after a retry: {exc}") from exc
+        raise DatabaseError(f"database error: {exc}") from exc
+
+
+def guarded(*, retry: bool) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Decorate a public method of an object with a `pool`: see `run_guarded`. Use retry=True only
+    where running the method twice is harmless (reads; writes made idempotent by their ids)."""
+    def wrap(method: Callable[..., T]) -> Callable[..., T]:
+        @functools.wraps(method)
+        def call(self, *args, **kwargs) -> T:
+            return run_guarded(self.pool, lambda: method(self, *args, **kwargs), retry=retry)
+        return call
+    return wrap
+
+
 def ensure_pgvector(conn: psycopg.Connection) -> None:
     row = conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone()
     if row is None:
@@ -77,6 +149,8 @@ def migrate(url: str, *, revision: str = "head", embedding_dim: int = 384, downg
             ensure_pgvector(conn)
     except psycopg.OperationalError as exc:
         raise DatabaseError(f"cannot connect to PostgreSQL: {exc}") from exc
+    if not downgrade and revision == "head" and schema_revision(url) == head_revision():
+        return  # nothing to do; and a service role may not take the migration lock (migration 0005)
     engine = sqlalchemy_engine(url)
     try:
         with engine.begin() as conn:
@@ -88,6 +162,12 @@ def migrate(url: str, *, revision: str = "head", embedding_dim: int = 384, downg
                 command.upgrade(cfg, revision)
     finally:
         engine.dispose()
+
+
+def head_revision() -> str | None:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
 def schema_revision(url: str) -> str | None:

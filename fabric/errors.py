@@ -35,6 +35,12 @@ class DatabaseError(FabricError):
     """The database is unreachable or lacks something fabric needs."""
 
 
+class StoreUnavailable(DatabaseError):
+    """The connection to PostgreSQL was lost (a restart, a network cut) and could not be restored.
+
+    Reads and idempotent writes have been retried once on a fresh connection before this is raised."""
+
+
 class PgvectorMissing(DatabaseError):
     """The database has no pgvector extension available."""
 

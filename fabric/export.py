@@ -32,7 +32,8 @@ FORMAT = "fabric-export"
 VERSION = 1
 SCHEMA = "fabric"
 # Which database roles may act for an org is the target operator's decision, not data of the org.
-NOT_EXPORTED = frozenset({"tenant_grants"})
+# current_embeddings and term_counts are derived: the triggers of migration 0006 rebuild them on import.
+NOT_EXPORTED = frozenset({"tenant_grants", "current_embeddings", "term_counts"})
 
 # progress(table, rows_done_now): called as rows are written or read, for progress bars.
 Progress = Callable[[str, int], None]

@@ -31,7 +31,7 @@ import redis
 from .config import Settings
 from .errors import PolicyRefused, ValidationError
 from .sql import q
-from .types import WriteRequest, aware
+from .types import LATEST, WriteRequest, aware, check_text
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,13 @@ def apply_policy(req: WriteRequest, settings: Settings) -> WriteRequest:
         raise PolicyRefused("kind", f"{req.kind!r} is answered by a system of record; ask it instead of "
                                     f"storing a copy (refused kinds: {', '.join(sorted(settings.refused_kinds))})")
     if is_episodic(req) and settings.episodic_ttl_days > 0 and req.valid_from is not None:
-        ends = req.valid_from + timedelta(days=settings.episodic_ttl_days)
+        try:
+            ends = req.valid_from + timedelta(days=settings.episodic_ttl_days)
+        except OverflowError:
+            ends = None
+        if ends is None or ends > LATEST:
+            raise ValidationError("valid_from", f"an episodic note decays {settings.episodic_ttl_days:g} days "
+                                                f"after valid_from, which would end after {LATEST.date()}")
         if req.valid_to is None or req.valid_to > ends:
             return replace(req, valid_to=ends)
     return req
@@ -112,8 +118,7 @@ def invalidate_source(conn: psycopg.Connection, org: str, source: str, at: datet
     when nothing was live from that source."""
     from .write.retract import log_event
 
-    if not isinstance(source, str) or not source.strip():
-        raise ValidationError("source", "must be a non-empty string")
+    check_text("source", source)
     at = aware("at", at)
     with conn.transaction():
         conn.execute(q("lock_org"), {"org": org})

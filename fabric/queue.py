@@ -87,11 +87,13 @@ def _worker_dead(worker: Worker) -> bool:
 
 
 def jobs_needing_enqueue(conn: redis.Redis, job_ids: Iterable[str]) -> set[str]:
-    """Which of these job ids are not on their way: missing, failed, stopped, or held by a dead worker."""
+    """Which of these job ids are not on their way: missing, failed, stopped, held by a dead worker, or
+    marked waiting while sitting nowhere a worker looks."""
     ids = [j for j in set(job_ids) if j]
     if not ids:
         return set()
     out: set[str] = set()
+    waiting: list[Job] = []
     jobs = Job.fetch_many(ids, connection=conn)
     alive_workers: dict[str, bool] = {}
     for job_id, job in zip(ids, jobs):
@@ -99,7 +101,8 @@ def jobs_needing_enqueue(conn: redis.Redis, job_ids: Iterable[str]) -> set[str]:
             out.add(job_id)
             continue
         status = job.get_status(refresh=False)
-        if status in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED):
+        if status in _WAITING:
+            waiting.append(job)
             continue
         if status == JobStatus.STARTED and job.worker_name:
             if job.worker_name not in alive_workers:
@@ -108,4 +111,43 @@ def jobs_needing_enqueue(conn: redis.Redis, job_ids: Iterable[str]) -> set[str]:
             if alive_workers[job.worker_name]:
                 continue
         out.add(job_id)
-    return out
+    return out | _stranded(conn, waiting)
+
+
+_WAITING = (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED)
+
+
+def _stranded(conn: redis.Redis, jobs: Sequence[Job]) -> set[str]:
+    """Jobs whose hash says waiting but that are in no queue and no registry: a worker took them off
+    the queue and died before starting them, so no one will ever run them.
+
+    A live job is always somewhere (RQ moves it queue -> intermediate queue -> started registry
+    atomically); the status is read again at the end so a job that just finished is not counted."""
+    if not jobs:
+        return set()
+    queues = {name: Queue(name, connection=conn) for name in {j.origin for j in jobs}}
+    started: dict[str, set[str]] = {}
+    for name, queue in queues.items():
+        entries = conn.zrange(queue.started_job_registry.key, 0, -1)  # "job_id:execution_id"
+        started[name] = {(e.decode() if isinstance(e, bytes) else e).split(":")[0] for e in entries}
+    with conn.pipeline(transaction=False) as pipe:
+        for job in jobs:
+            queue = queues[job.origin]
+            pipe.lpos(queue.key, job.id)
+            pipe.lpos(queue.intermediate_queue_key, job.id)
+            pipe.zscore(queue.scheduled_job_registry.key, job.id)
+            pipe.zscore(queue.deferred_job_registry.key, job.id)
+        found = pipe.execute()
+    suspects = [job for i, job in enumerate(jobs)
+                if all(v is None for v in found[4 * i:4 * i + 4]) and job.id not in started[job.origin]]
+    if not suspects:
+        return set()
+    with conn.pipeline(transaction=False) as pipe:
+        for job in suspects:
+            pipe.hget(job.key, "status")
+        statuses = pipe.execute()
+    stranded = {job.id for job, st in zip(suspects, statuses)
+                if st is not None and JobStatus(st.decode() if isinstance(st, bytes) else st) in _WAITING}
+    if stranded:
+        log.warning("stranded jobs found", extra={"action": "reconcile_stranded", "jobs": len(stranded)})
+    return stranded

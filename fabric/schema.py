@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
-    CheckConstraint, Column, Computed, DateTime, ForeignKeyConstraint, Index, Integer, MetaData,
+    BigInteger, CheckConstraint, Column, Computed, DateTime, ForeignKeyConstraint, Index, Integer, MetaData,
     PrimaryKeyConstraint, REAL, Table, Text, Uuid, text,
 )
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
@@ -124,7 +124,8 @@ def build_metadata(dim: int = 384) -> MetaData:
         Index("ix_memories_org_source", "org", "source", postgresql_where=text("source IS NOT NULL")),
         Index("ix_memories_org_subject_pattern", "org", "subject", postgresql_ops={"subject": "text_pattern_ops"},
               postgresql_where=text("subject IS NOT NULL")),
-        Index("ix_memories_search_text", "search_text", postgresql_using="gin"),
+        # Migration 0006: the org first, so a term's scan is intersected with the org inside the index.
+        Index("ix_memories_search_text", text("(ARRAY[org])"), "search_text", postgresql_using="gin"),
         Index("ix_memories_embedding_hnsw", "embedding", postgresql_using="hnsw",
               postgresql_with={"m": 16, "ef_construction": 64},
               postgresql_ops={"embedding": "vector_cosine_ops"}),
@@ -164,6 +165,33 @@ def build_metadata(dim: int = 384) -> MetaData:
         PrimaryKeyConstraint("role", "org"),
         comment="Which orgs each service role (a member of fabric_service) may act for; "
                 "`fabric roles grant/revoke`.",
+    )
+
+    # Migration 0006: the embeddings current-state search walks (kept by triggers on memory_versions).
+    Table(
+        "current_embeddings", md,
+        Column("org", Text, nullable=False),
+        Column("memory_id", Uuid, nullable=False),
+        Column("embedding", Vector(dim), nullable=False),
+        PrimaryKeyConstraint("org", "memory_id"),
+        ForeignKeyConstraint(["org", "memory_id"], ["fabric.memories.org", "fabric.memories.id"]),
+        Index("ix_current_embeddings_embedding_hnsw", "embedding", postgresql_using="hnsw",
+              postgresql_with={"m": 16, "ef_construction": 64},
+              postgresql_ops={"embedding": "vector_cosine_ops"}),
+        comment="The embeddings of the memories that can hold now (believed, and not superseded with their "
+                "valid time ended), kept by triggers on fabric.memory_versions: current-state search walks "
+                "this HNSW index only. Time-travel reads use fabric.memories.",
+    )
+
+    # Migration 0006: per-org document frequencies of search_text's lexemes (kept by a trigger).
+    Table(
+        "term_counts", md,
+        Column("org", Text, nullable=False),
+        Column("lexeme", Text, nullable=False),
+        Column("memories", BigInteger, nullable=False),
+        PrimaryKeyConstraint("org", "lexeme"),
+        comment="Per org and lexeme of search_text: how many memories contain it (every state). Kept by a "
+                "trigger on fabric.memories; the lexical search skips terms too common to weigh anything.",
     )
     return md
 

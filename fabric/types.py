@@ -18,14 +18,30 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+# Python's datetime holds years 1-9999 only. A time whose UTC value falls outside (year 1 at +14:00,
+# 9999-12-31 at -12:00) would be stored but could never be read back; a day of margin either side
+# keeps every session time zone able to show what is stored.
+EARLIEST = datetime(1, 1, 2, tzinfo=timezone.utc)
+LATEST = datetime(9999, 12, 30, tzinfo=timezone.utc)
+
+
 def aware(name: str, value: datetime | None) -> datetime | None:
-    """Refuse naive datetimes: a guess about the timezone is a silent wrong answer."""
+    """Refuse naive datetimes (a guess about the timezone is a silent wrong answer) and times outside
+    the range every reader can represent."""
     if value is None:
         return None
     if not isinstance(value, datetime):
         raise ValidationError(name, f"expected a datetime, got {type(value).__name__}")
-    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+    try:
+        offset = value.utcoffset()
+        in_range = offset is not None and EARLIEST <= value <= LATEST
+    except (OverflowError, ValueError, TypeError) as exc:
+        raise ValidationError(name, f"unusable time zone or time: {exc}") from None
+    if offset is None:
         raise ValidationError(name, "naive datetime; pass a timezone-aware one (e.g. tzinfo=timezone.utc)")
+    if not in_range:
+        raise ValidationError(name, f"{value.isoformat()} is outside the supported range "
+                                    f"({EARLIEST.date()} to {LATEST.date()} UTC)")
     return value
 
 
@@ -53,12 +69,70 @@ def as_uuid(name: str, value: object) -> uuid.UUID:
         raise ValidationError(name, f"not a valid id: {value!r}") from None
 
 
+def check_text(name: str, value: object, *, empty_ok: bool = False) -> str:
+    """A string PostgreSQL text can hold: no NUL character, valid Unicode (no lone surrogate, which is
+    what undecodable bytes in a command-line argument become)."""
+    if not isinstance(value, str):
+        raise ValidationError(name, f"expected a string, got {type(value).__name__}")
+    if not empty_ok and not value.strip():
+        raise ValidationError(name, "empty")
+    if "\x00" in value:
+        raise ValidationError(name, f"contains a NUL character at position {value.index(chr(0))}, "
+                                    "which PostgreSQL text cannot hold")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(name, f"not valid Unicode (a lone surrogate at position {exc.start}; "
+                                    "was it undecodable bytes?)") from None
+    return value
+
+
+def check_optional_text(name: str, value: object) -> str | None:
+    return None if value is None else check_text(name, value)
+
+
+def check_int(name: str, value: object, low: int, high: int) -> int:
+    """An int (not a bool) within [low, high]."""
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ValidationError(name, f"must be an integer between {low} and {high}; got {value!r}")
+    return value
+
+
 def check_org(org: object) -> str:
     if not isinstance(org, str) or not org.strip():
         raise ValidationError("org", "must be a non-empty string")
     if len(org) > 200:
         raise ValidationError("org", "longer than 200 characters")
-    return org
+    return check_text("org", org)
+
+
+MAX_METADATA_DEPTH = 32
+
+
+def check_metadata(value: object, path: str = "metadata", depth: int = 0) -> Any:
+    """JSON that jsonb stores verbatim: string keys, finite numbers, no NUL (jsonb cannot hold \\u0000),
+    valid Unicode, nesting at most MAX_METADATA_DEPTH deep. Returns it as plain dicts and lists."""
+    if depth > MAX_METADATA_DEPTH:
+        raise ValidationError(path, f"nested more than {MAX_METADATA_DEPTH} levels deep")
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValidationError(path, f"{value} is not a JSON number")
+        return value
+    if isinstance(value, str):
+        return check_text(path, value, empty_ok=True)
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValidationError(path, f"keys must be strings; got {type(key).__name__} {key!r}")
+            check_text(f"{path} key {key!r}", key, empty_ok=True)
+            out[key] = check_metadata(item, f"{path}.{key}", depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [check_metadata(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value)]
+    raise ValidationError(path, f"{type(value).__name__} is not a JSON value")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,11 +157,7 @@ class WriteRequest:
         unknown = set(kw) - known
         if unknown:
             raise ValidationError(sorted(unknown)[0], "unknown field")
-        if not isinstance(content, str):
-            raise ValidationError("content", f"expected a string, got {type(content).__name__}")
-        content = content.strip()
-        if not content:
-            raise ValidationError("content", "empty")
+        content = check_text("content", content).strip()
         if len(content) > max_chars:
             raise ValidationError("content", f"{len(content)} characters, more than the limit of {max_chars}")
         org = check_org(kw.get("org", "default"))
@@ -95,6 +165,7 @@ class WriteRequest:
             v = kw.get(name)
             if v is not None and (not isinstance(v, str) or not v.strip()):
                 raise ValidationError(name, "must be a non-empty string or None")
+            check_optional_text(name, v)
         subject, relation, value = kw.get("subject"), kw.get("relation"), kw.get("value")
         if (subject is None) != (relation is None):
             raise ValidationError("subject" if subject is None else "relation",
@@ -108,6 +179,7 @@ class WriteRequest:
         metadata = kw.get("metadata")
         if metadata is not None and not isinstance(metadata, Mapping):
             raise ValidationError("metadata", f"expected a mapping, got {type(metadata).__name__}")
+        metadata = check_metadata(metadata)
         return cls(
             content=content, org=org,
             subject=subject.strip() if subject else None,
@@ -115,8 +187,20 @@ class WriteRequest:
             value=value.strip() if value else None,
             valid_from=valid_from, valid_to=valid_to,
             source=kw.get("source"), kind=kw.get("kind"), durability=kw.get("durability"),
-            metadata=dict(metadata) if metadata is not None else None,
+            metadata=metadata,
         )
+
+
+def write_fields(item: object) -> dict[str, Any]:
+    """One item of write_many as keyword fields (a mapping, or a WriteRequest validated again)."""
+    if isinstance(item, WriteRequest):
+        return {f.name: getattr(item, f.name) for f in fields(WriteRequest)}
+    if not isinstance(item, Mapping):
+        raise ValidationError("item", f"expected a mapping of write fields, got {type(item).__name__}")
+    for key in item:
+        if not isinstance(key, str):
+            raise ValidationError("item", f"field names must be strings; got {key!r}")
+    return dict(item)
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,19 @@ def fab(database_url: str, redis_url: str, data_dir: Path) -> Fabric:
 
 
 @pytest.fixture
+def queue_name() -> str:
+    return f"fabric-t-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def bare(database_url: str, redis_url: str, queue_name: str) -> Fabric:
+    """A Fabric on a queue of its own with no worker: the test starts the workers."""
+    f = Fabric.connect(database_url, redis_url, run_worker=False, queue_name=queue_name, auto_migrate=False)
+    yield f
+    f.close()
+
+
+@pytest.fixture
 def pg(database_url: str):
     with psycopg.connect(database_url, autocommit=True) as conn:
         yield conn

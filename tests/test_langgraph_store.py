@@ -229,7 +229,7 @@ def test_store_is_one_org(fab, org):
 
 def test_prefix_filter_is_an_index_range(fab, org, pg):
     """fabric_api.under(subject, prefix) with a constant prefix is a range scan on the subject pattern
-    index (migration 0006), chosen by the planner in an org of 3,000 keyed memories, in the store's
+    index (migration 0004), chosen by the planner in an org of 3,000 keyed memories, in the store's
     listing query as well."""
     from psycopg import sql
 

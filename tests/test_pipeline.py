@@ -27,19 +27,6 @@ def put(fab, org, text, *, key=None, **kw):
     return fab.wait(fab.write(text, org=org, subject=s, relation=r, value=v, **kw), 60)
 
 
-@pytest.fixture
-def queue_name() -> str:
-    return f"fabric-t-{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture
-def bare(database_url, redis_url, queue_name):
-    """A Fabric on a queue of its own with no worker: the test starts the workers."""
-    f = Fabric.connect(database_url, redis_url, run_worker=False, queue_name=queue_name, auto_migrate=False)
-    yield f
-    f.close()
-
-
 def live_count(pg, org, subject, relation) -> int:
     return pg.execute(
         "SELECT count(*) FROM fabric_api.current_value(%s, %s, %s) UNION ALL "

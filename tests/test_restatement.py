@@ -65,6 +65,7 @@ SAME_VALUE = [
 MORE_DETAIL = [
     ("Amara Draycott lives in Lisbon.", "Home for Amara Draycott is Lisbon, in a flat near the botanical garden."),
     ("Amara Draycott lives in Lisbon.", "Home for Amara Draycott is a flat near the river in Lisbon."),
+    ("Alice Moreau works at Acme.", "Alice Moreau works at Acme in the Berlin office."),  # a name as a modifier
     ("Nadia Holmqvist is the chief executive of Halcyon Robotics.",
      "Halcyon Robotics is led by Nadia Holmqvist, who also chairs the audit committee."),
 ]

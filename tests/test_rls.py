@@ -315,8 +315,8 @@ def test_library_reads_keep_their_indexes_under_rls(tenants):
         conn.execute("SET LOCAL enable_sort = off")
         plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + ANN_SQL, {
             "org": a, "q": np.full(384, 0.1, dtype=np.float32), "k": 5, "valid_at": now, "known_at": now,
-            "include_superseded": False, "live_only": False}))
-        assert "ix_memories_embedding_hnsw" in plan, plan
+            "include_superseded": False, "live_only": False, "current": True}))
+        assert "ix_current_embeddings_embedding_hnsw" in plan, plan
 
 
 def test_cli_creates_a_service_role_and_grants(database_url, tenants):
@@ -353,8 +353,9 @@ def test_downgrade_to_0001_and_back(scratch_db):
 
     migrate(scratch_db)
     with psycopg.connect(scratch_db) as conn:
+        # the five tables of 0001, tenant_grants (0002), current_embeddings and term_counts (0006)
         assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'fabric' AND rowsecurity"
-                            ).fetchone()[0] == 6
+                            ).fetchone()[0] == 8
     migrate(scratch_db, revision="0001", downgrade=True)
     with psycopg.connect(scratch_db) as conn:
         assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'fabric' AND rowsecurity"

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from fabric.errors import NotFound, ValidationError
+from fabric.read import search as search_mod
 from fabric.read.search import ANN_SQL, vector_search
 from fabric.types import utcnow
 
@@ -178,12 +179,25 @@ def test_no_post_filter_dilution(fab, pg, org):
         conn.execute("SET LOCAL enable_sort = off")
         plan = conn.execute("EXPLAIN " + ANN_SQL, {
             "org": org, "q": q, "k": 10, "valid_at": T(2025), "known_at": utcnow(),
-            "include_superseded": False, "live_only": False}).fetchall()
+            "include_superseded": False, "live_only": False, "current": False}).fetchall()
         assert any("ix_memories_embedding_hnsw" in r["QUERY PLAN"] for r in plan)
         hits = vector_search(conn, org=org, query=q, k=10, valid_at=T(2025), known_at=utcnow(), ef_search=40)
+        # A server whose pgvector has no iterative scan (< 0.8): the statement must not set it (an
+        # error there) and the exact scan must give the same answer.
+        search_mod._pgvector_versions[conn] = (0, 6, 2)
+        try:
+            old_server_hits = vector_search(conn, org=org, query=q, k=10, valid_at=T(2025), known_at=utcnow(),
+                                            ef_search=40)
+            params = search_mod.search_params(org=org, text="", vector=q, mode="vector", k=10,
+                                              valid_at=T(2025), known_at=utcnow())
+            assert not any("iterative" in stmt for stmt, _ in search_mod.search_settings(
+                params, ef_search=40, iterative=search_mod.pgvector_version(conn) >= (0, 8)))
+        finally:
+            del search_mod._pgvector_versions[conn]
     assert len(hits) == 10
     assert hits[0]["content"] == "the best qualifying"
     assert [h["content"] for h in hits[1:]] == [f"worse qualifying {i}" for i in range(9)]
+    assert [h["id"] for h in old_server_hits] == [h["id"] for h in hits]
     # Unfiltered, the decoys win, as they should.
     with fab.pool.connection() as conn:
         top = vector_search(conn, org=org, query=q, k=3, valid_at=T(2031), known_at=utcnow())

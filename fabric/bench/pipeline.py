@@ -5,7 +5,12 @@
 - placement of a mixed stream (duplicates, paraphrases, updates, contradictions, unrelated facts) by the
   configured validator: placements/s, the decisions it made against the stream's labels, and
   validator calls per write (the pre-gates decide exact repeats and "nothing near" without a call).
-The baseline printed beside write(): a bare INSERT of the same row, measured in the same run."""
+The baseline printed beside write(): a bare INSERT of the same row, measured in the same run.
+
+`placement_throughput` (with --placement-writes N): placements/s of real `fabric worker` processes with the
+rule validator, 1 and 2 workers, embedding excluded (vectors computed beforehand and served by a loopback
+embeddings endpoint) and included (the local model), on a stream interleaving 4 orgs, in a database of
+its own. Each run is a baseline for the next (1 vs 2 workers; with vs without embedding)."""
 
 from __future__ import annotations
 
@@ -143,4 +148,117 @@ def print_report(res: dict[str, Any], console) -> None:
     for lab, row in sorted(m["by_label"].items()):
         t.add_row(f"  {lab}", f"{row['right']}/{row['n']}", "")
     t.add_row("placements/s (incl. embedding, 1 worker)", f"{m['placements_per_s_incl_embedding']:.0f}", "")
+    console.print(t)
+
+
+def placement_throughput(server_url: str, redis_url: str, *, writes: int, seed: int = 7,
+                         progress=lambda msg: None) -> dict[str, Any]:
+    """Placements/s for 1 and 2 workers, without and with embedding (see the module docstring), with the
+    CPU time each placement cost the workers and PostgreSQL: wall time on a shared machine says little,
+    CPU per placement says what 2 idle cores could do."""
+    import numpy as np
+
+    from ..embed import LocalEmbedder
+    from .scale import BenchDatabase, PrecomputedEmbeddings, ingest_items
+
+    items = ingest_items(np.random.default_rng(seed), writes, n_orgs=4)
+    texts = sorted({it["content"] for org in items for it in org})
+    embedder = LocalEmbedder(batch_size=64)
+    server = PrecomputedEmbeddings(dict(zip(texts, embedder.embed(texts))))
+    db = BenchDatabase(server_url, "pipeline")
+    db.create()
+    out: dict[str, Any] = {"writes": writes, "orgs": len(items), "runs": []}
+    try:
+        for embedding, url in (("excluded", server.base_url), ("local model", None)):
+            for workers in (1, 2):
+                progress(f"placing {writes} writes: {workers} worker(s), embedding {embedding}")
+                run = _timed_placement(db, redis_url, items, workers, url)
+                run["embedding"] = embedding
+                out["runs"].append(run)
+                progress(f"  {run['placements_per_s']:.0f} placements/s, {run['cpu_ms_per_placement']:.1f} ms CPU "
+                         f"each ({run['postgres_cpu_ms_per_placement']:.1f} in PostgreSQL; load average "
+                         f"{run['load_average']:.1f})")
+    finally:
+        server.close()
+        db.drop()
+    return out
+
+
+def _cpu_seconds(pid: int, *, children: bool = False) -> float:
+    """CPU time of a process (and of its reaped children) from /proc, in seconds."""
+    import os
+
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if children else 0)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _postgres_cpu(conn) -> float:
+    """CPU time the whole PostgreSQL server has used: the postmaster, its reaped children, the live ones."""
+    from pathlib import Path
+
+    pgdata = conn.execute("SHOW data_directory").fetchone()["data_directory"]
+    postmaster = int(Path(pgdata, "postmaster.pid").read_text().split()[0])
+    try:
+        kids = Path(f"/proc/{postmaster}/task/{postmaster}/children").read_text().split()
+    except OSError:
+        kids = []
+    return _cpu_seconds(postmaster, children=True) + sum(_cpu_seconds(int(k)) for k in kids)
+
+
+def _timed_placement(db, redis_url: str, items: list[list[dict[str, Any]]], workers: int,
+                     embed_url: str | None) -> dict[str, Any]:
+    import os
+
+    from .scale import _spawn_workers, _stop, _wait_listening
+
+    queue_name = f"bench-place-{uuid.uuid4().hex[:8]}"
+    orgs = [f"place-{queue_name}-{i}" for i in range(len(items))]
+    procs = _spawn_workers(workers, db.url, redis_url, queue_name, embed_url)
+    fab = Fabric.connect(db.url, redis_url, run_worker=False, auto_migrate=False, queue_name=queue_name,
+                         pool_min_size=1, pool_max_size=2)
+    try:
+        _wait_listening(fab.queue, procs)
+        batch = [{**its[j], "org": orgs[o]} for j in range(max(map(len, items)))
+                 for o, its in enumerate(items) if j < len(its)]  # interleaved, as a shared queue sees them
+        with db.connect(autocommit=True) as conn:
+            pg0, workers0 = _postgres_cpu(conn), sum(_cpu_seconds(p.pid) for p in procs)
+            t0 = time.perf_counter()
+            fab.write_many(batch)
+            while conn.execute("SELECT count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) "
+                               "AND status = 'pending'", {"o": orgs}).fetchone()["n"]:
+                if any(p.poll() is not None for p in procs):
+                    raise RuntimeError("a `fabric worker` process died during the placement run")
+                time.sleep(0.05)
+            seconds = time.perf_counter() - t0
+            pg_cpu, worker_cpu = _postgres_cpu(conn) - pg0, sum(_cpu_seconds(p.pid) for p in procs) - workers0
+            status = {r["status"]: r["n"] for r in conn.execute(
+                "SELECT status, count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) GROUP BY status",
+                {"o": orgs}).fetchall()}
+    finally:
+        fab.queue.delete(delete_jobs=True)
+        fab.close()
+        _stop(procs)
+    settled = status.get("placed", 0) + status.get("duplicate", 0)
+    return {"workers": workers, "writes": len(batch), "settled": settled, "parked": status.get("parked", 0),
+            "seconds": round(seconds, 2), "placements_per_s": round(settled / seconds, 1),
+            "cpu_ms_per_placement": round(1000 * (pg_cpu + worker_cpu) / max(settled, 1), 2),
+            "postgres_cpu_ms_per_placement": round(1000 * pg_cpu / max(settled, 1), 2),
+            "load_average": os.getloadavg()[0]}
+
+
+def print_placement(res: dict[str, Any], console) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"placement throughput — {res['writes']} writes over {res['orgs']} orgs, rule validator")
+    for col in ("embedding", "workers", "placements/s", "CPU ms / placement", "of which PostgreSQL",
+                "2 idle cores could do", "load average"):
+        t.add_column(col, justify="right")
+    for r in res["runs"]:
+        t.add_row(r["embedding"], str(r["workers"]), f"{r['placements_per_s']:.0f}", f"{r['cpu_ms_per_placement']:.1f}",
+                  f"{r['postgres_cpu_ms_per_placement']:.1f}", f"{2000 / max(r['cpu_ms_per_placement'], 0.01):.0f}/s",
+                  f"{r['load_average']:.1f}")
     console.print(t)

@@ -602,7 +602,7 @@ class BenchDatabase:
         return conn
 
 
-FABRIC_TABLES = ("orgs", "writes", "decisions", "memories", "memory_versions")
+FABRIC_TABLES = ("orgs", "writes", "decisions", "memories", "memory_versions", "current_embeddings", "term_counts")
 
 _SECONDARY = """
 SELECT c.relname AS table_name, i.relname AS index_name, pg_get_indexdef(i.oid) AS ddl,
@@ -626,6 +626,30 @@ ORDER BY c.relname, k.conname
 """
 
 
+# Which memories can be current: believed, and not superseded with their valid time over. Written
+# here from the model's definition (docs/architecture.md), not copied from migration 0006's trigger.
+_FILL_CURRENT = """
+INSERT INTO fabric.current_embeddings (org, memory_id, embedding)
+SELECT m.org, m.id, m.embedding
+FROM fabric.memories m
+JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id AND v.expired_at IS NULL
+WHERE v.state = 'live' OR v.valid_to IS NULL OR v.valid_to > now()
+"""
+
+
+_FILL_TERM_COUNTS = """
+INSERT INTO fabric.term_counts (org, lexeme, memories)
+SELECT m.org, w.lexeme, count(*)
+FROM fabric.memories m, unnest(m.search_text) AS w
+GROUP BY m.org, w.lexeme
+"""
+
+
+def _build_workers() -> int:
+    """Parallel maintenance workers for the index builds: every core but the leader's."""
+    return max(1, (os.cpu_count() or 2) - 1)
+
+
 def _maintenance_mem(rows: int) -> str:
     """Enough for the HNSW graph to fit (pgvector builds slowly once it does not)."""
     # ~1.6 kB of vector + ~0.6 kB of neighbour lists per element at m = 16, with headroom
@@ -646,10 +670,21 @@ def bulk_load(db: BenchDatabase, c: Corpus, progress: Progress) -> dict[str, flo
         for ix in indexes:
             conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier("fabric", ix["index_name"])))
         t = time.perf_counter()
+        # The triggers that keep current_embeddings and term_counts would see every row in one
+        # statement; fill those tables once after the COPY instead.
+        conn.execute("ALTER TABLE fabric.memory_versions DISABLE TRIGGER current_embeddings_on_insert")
+        conn.execute("ALTER TABLE fabric.memories DISABLE TRIGGER term_counts_on_insert")
         _copy_all(conn, c, progress)
+        conn.execute("ALTER TABLE fabric.memory_versions ENABLE TRIGGER current_embeddings_on_insert")
+        conn.execute("ALTER TABLE fabric.memories ENABLE TRIGGER term_counts_on_insert")
         timings["copy_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        progress("  fill fabric.current_embeddings and fabric.term_counts")
+        conn.execute(_FILL_CURRENT)
+        conn.execute(_FILL_TERM_COUNTS)
+        timings["derived_tables_fill_s"] = time.perf_counter() - t
         conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(_maintenance_mem(c.n))))
-        conn.execute("SET max_parallel_maintenance_workers = 1")
+        conn.execute(sql.SQL("SET max_parallel_maintenance_workers = {}").format(sql.Literal(_build_workers())))
         t = time.perf_counter()
         for ix in [i for i in indexes if i["method"] != "hnsw"]:
             conn.execute(ix["ddl"])
@@ -660,14 +695,15 @@ def bulk_load(db: BenchDatabase, c: Corpus, progress: Progress) -> dict[str, flo
                 sql.Identifier("fabric", fk["table_name"]), sql.Identifier(fk["name"])) + sql.SQL(fk["ddl"]))
         timings["foreign_keys_s"] = time.perf_counter() - t
         for ix in [i for i in indexes if i["method"] == "hnsw"]:
-            progress(f"  building {ix['index_name']} over {c.n:,} vectors "
-                     f"(maintenance_work_mem {_maintenance_mem(c.n)})")
+            progress(f"  building {ix['index_name']} on {ix['table_name']} "
+                     f"(maintenance_work_mem {_maintenance_mem(c.n)}, {_build_workers()} parallel workers)")
             t = time.perf_counter()
             conn.execute(ix["ddl"])
-            timings["hnsw_index_s"] = time.perf_counter() - t
+            key = "hnsw_index_s" if ix["table_name"] == "memories" else f"hnsw_{ix['table_name']}_s"
+            timings[key] = time.perf_counter() - t
         t = time.perf_counter()
         conn.execute("VACUUM (ANALYZE) fabric.orgs, fabric.writes, fabric.decisions, fabric.memories, "
-                     "fabric.memory_versions")
+                     "fabric.memory_versions, fabric.current_embeddings, fabric.term_counts")
         timings["vacuum_analyze_s"] = time.perf_counter() - t
     return timings
 
@@ -793,7 +829,7 @@ class FlatBaseline:
                     cp.write_row((str(i), t_, Jsonb(m), v))
             out["copy_s"] = time.perf_counter() - t
             conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(_maintenance_mem(len(ids)))))
-            conn.execute("SET max_parallel_maintenance_workers = 1")
+            conn.execute(sql.SQL("SET max_parallel_maintenance_workers = {}").format(sql.Literal(_build_workers())))
             t = time.perf_counter()
             conn.execute(sql.SQL(q("flat_create_index")).format(table=self.table, index=self.index))
             out["hnsw_index_s"] = time.perf_counter() - t
@@ -956,6 +992,7 @@ class SearchCase:
     valid_us: int
     known_us: int
     text: str
+    current: bool = False   # no valid_at / known_at asked: the library's current-state read
 
 
 def _search_cases(c: Corpus, rng: np.random.Generator, org: int, mode: str, count: int) -> list[SearchCase]:
@@ -972,7 +1009,8 @@ def _search_cases(c: Corpus, rng: np.random.Generator, org: int, mode: str, coun
             continue
         seed = int(pool[rng.integers(len(pool))])
         v = c.vectors[seed] + rng.standard_normal(DIM).astype(np.float32) * (0.6 / DIM ** 0.5)
-        cases.append(SearchCase(org, (v / np.linalg.norm(v)).astype(np.float32), valid, known, _question(c, seed)))
+        cases.append(SearchCase(org, (v / np.linalg.norm(v)).astype(np.float32), valid, known, _question(c, seed),
+                                current=mode == "now"))
     return cases
 
 
@@ -1032,7 +1070,7 @@ class ReadBench:
             with self.conn.transaction():
                 rows = fsearch.vector_search(self.conn, org=org_name[x.org], query=x.vec, k=K,
                                              valid_at=_ts(x.valid_us), known_at=_ts(x.known_us),
-                                             ef_search=EF_SEARCH)
+                                             ef_search=EF_SEARCH, current=x.current)
             return [r["id"] for r in rows]
 
         fns: dict[str, Callable[[Any], Any]] = {name: run}
@@ -1074,7 +1112,8 @@ class ReadBench:
         def run(x: SearchCase):
             with self.conn.transaction():
                 rows = run_search(self.conn, org=org_name[x.org], text=x.text, vector=x.vec, mode="hybrid", k=K,
-                                  valid_at=_ts(x.valid_us), known_at=_ts(x.known_us), ef_search=EF_SEARCH)
+                                  valid_at=_ts(x.valid_us), known_at=_ts(x.known_us), ef_search=EF_SEARCH,
+                                  current=x.current)
             return len(rows)
 
         try:
@@ -1087,21 +1126,19 @@ class ReadBench:
         x = cases[0]
         try:
             params = fsearch.search_params(org=org_name[x.org], text=x.text, vector=x.vec, mode="hybrid", k=K,
-                                           valid_at=_ts(x.valid_us), known_at=_ts(x.known_us))
+                                           valid_at=_ts(x.valid_us), known_at=_ts(x.known_us), current=x.current)
             with self.conn.transaction():
-                self._settings(params.get("pool", K))
+                self._settings(params)
                 self.explain[name] = _explain(self.conn, fsearch.SEARCH_SQL, params)
         except (AttributeError, TypeError) as exc:
             self.explain[name] = [f"(not introspectable: {exc})"]
 
-    def _settings(self, pool: int = K) -> None:
+    def _settings(self, params: dict[str, Any]) -> None:
+        """The settings the library runs this search with."""
         from ..read import search as fsearch
 
-        stmts = getattr(fsearch, "session_settings", None)
-        if stmts is None:
-            self.conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(EF_SEARCH, pool)),))
-            return
-        for stmt, args in stmts(ef_search=max(EF_SEARCH, pool)):
+        iterative = fsearch.pgvector_version(self.conn) >= fsearch.ITERATIVE_SCAN_SINCE
+        for stmt, args in fsearch.search_settings(params, ef_search=EF_SEARCH, iterative=iterative):
             self.conn.execute(stmt, args)
 
     def _search_plan(self, x: SearchCase) -> list[str]:
@@ -1110,18 +1147,20 @@ class ReadBench:
 
         try:
             params = fsearch.search_params(org=self.c.orgs[x.org], text="", vector=x.vec, mode="vector", k=K,
-                                           valid_at=_ts(x.valid_us), known_at=_ts(x.known_us))
+                                           valid_at=_ts(x.valid_us), known_at=_ts(x.known_us), current=x.current)
             pick = getattr(fsearch, "statement_for", None)
             stmt = pick("vector") if pick is not None else fsearch.SEARCH_SQL
         except (AttributeError, TypeError) as exc:
             return [f"(the search statement is not introspectable here: {exc})"]
         with self.conn.transaction():
-            self._settings(params.get("pool", K))
+            self._settings(params)
             return _explain(self.conn, stmt, params)
 
     def _params(self, x: SearchCase) -> dict[str, Any]:
-        return {"org": self.c.orgs[x.org], "q": x.vec, "k": K, "valid_at": _ts(x.valid_us),
-                "known_at": _ts(x.known_us), "include_superseded": False, "live_only": False}
+        from ..read import search as fsearch
+
+        return fsearch.search_params(org=self.c.orgs[x.org], text="", vector=x.vec, mode="vector", k=K,
+                                     valid_at=_ts(x.valid_us), known_at=_ts(x.known_us), current=x.current)
 
     def _ann_count(self, x: SearchCase) -> int | None:
         """How many rows the HNSW index scan alone returns (fewer than k: the exact scan runs)."""
@@ -1130,9 +1169,10 @@ class ReadBench:
         ann = getattr(fsearch, "ANN_SQL", None)
         if ann is None:
             return None
+        params = self._params(x)
         with self.conn.transaction():
-            self._settings()
-            return len(self.conn.execute(ann, self._params(x)).fetchall())
+            self._settings(params)
+            return len(self.conn.execute(ann, params).fetchall())
 
     def _record_flat(self, name: str, lat: list[float], outs: list[Any], cpu: list[float],
                      cases: list[SearchCase], *, kind: str) -> None:
@@ -1208,12 +1248,11 @@ def measure_reads(db: BenchDatabase, c: Corpus, cfg: ScaleConfig, redis_url: str
     nq = rb.n_queries
     baselines: dict[str, Any] = {}
     try:
+        # a medium org (4% of the rows): too big for a cheap exact scan, too small a share of a
+        # shared HNSW index for its candidates to hold k of its rows without an iterative scan
         cases = {(o, mode): _search_cases(c, rng, org, mode, nq)
-                 for o, org in (("large", c.large_org), ("small", c.small_org))
+                 for o, org in (("large", c.large_org), ("medium", MEDIUM_ORG_INDEX), ("small", c.small_org))
                  for mode in ("now", "valid_at", "known_at")}
-        # a medium org (4% of the rows): too big for a cheap exact scan, too small a share of the
-        # shared HNSW index for its candidates to hold k of its rows
-        cases[("medium", "now")] = _search_cases(c, rng, MEDIUM_ORG_INDEX, "now", nq)
         # flat baselines: per tenant, every memory of the org (a flat store keeps all versions)
         stores: list[tuple[str, Any, str]] = []
         load: dict[str, Any] = {}
@@ -1246,8 +1285,8 @@ def measure_reads(db: BenchDatabase, c: Corpus, cfg: ScaleConfig, redis_url: str
             companions = {name: (store, "flat" if name.startswith("flat") else "chroma")
                           for name, store, label in stores if label == o and mode == "now"}
             rb.search(f"search_{mode}_{o}", cs, companions)
-        for o in ("large", "small"):
-            rb.hybrid(f"search_hybrid_now_{o}", cases[(o, "now")])
+        for (o, mode), cs in cases.items():
+            rb.hybrid(f"search_hybrid_{mode}_{o}", cs)
         fp_large = next(s for n, s, _ in stores if n == "flat_pgvector_large")
         rb.explain["flat_pgvector_large"] = fp_large.explain(cases[("large", "now")][0].vec)
         baselines["flat_disk_bytes_per_row"] = round(fp_large.disk_bytes() / max(fp_large.rows, 1), 1)
@@ -1536,13 +1575,15 @@ def measure_disk(db: BenchDatabase, c: Corpus) -> dict[str, Any]:
     with db.connect(autocommit=True) as conn:
         rows = {r["table_name"]: r for r in conn.execute(_DISK, {"tables": list(FABRIC_TABLES)}).fetchall()}
         hnsw = conn.execute("SELECT pg_relation_size('fabric.ix_memories_embedding_hnsw') AS b").fetchone()["b"]
-    mem = sum(rows[t]["total_bytes"] for t in ("memories", "memory_versions"))
+    mem = sum(rows[t]["total_bytes"] for t in ("memories", "memory_versions", "current_embeddings"))
     allb = sum(r["total_bytes"] for r in rows.values())
+    current = rows["current_embeddings"]["total_bytes"]
     return {"tables": {t: {k: int(v) for k, v in r.items() if k != "table_name"} for t, r in rows.items()},
             "hnsw_index_bytes": int(hnsw),
             "memory_tables_bytes_per_memory": round(mem / c.n, 1),
             "all_tables_bytes_per_memory": round(allb / c.n, 1),
-            "hnsw_bytes_per_memory": round(hnsw / c.n, 1)}
+            "hnsw_bytes_per_memory": round(hnsw / c.n, 1),
+            "current_embeddings_bytes_per_memory": round(current / c.n, 1)}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1662,7 +1703,8 @@ def _meets(value: float, goal: str) -> bool:
 
 
 def check_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """The issue's targets, checked at the largest size measured (they are stated for 1M)."""
+    """The issue's targets, checked at the largest size measured (they are stated for 1M). Latency
+    targets are checked on wall time and on the server's on-CPU time (the machine is shared)."""
     if not results["sizes"]:
         return []
     s = results["sizes"][-1]
@@ -1672,42 +1714,43 @@ def check_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     def get(name: str, key: str) -> float | None:
         return r.get(name, {}).get(key)
 
-    now50 = get("search_now_large", "p50_ms")
     out = []
 
-    def add(name: str, target: str, measured: Any, met: bool | None, cpu: Any = None) -> None:
-        out.append({"target": name, "goal": target, "measured": measured, "met": met, "at": at,
+    def add(name: str, target: str, measured: Any, cpu: Any = None) -> None:
+        out.append({"target": name, "goal": target, "measured": measured, "at": at,
+                    "met": None if measured is None else _meets(measured, target),
                     "cpu_measured": cpu, "cpu_met": None if cpu is None else _meets(cpu, target)})
 
-    add("current-state search p50 (large org, db)", "<= 10 ms", now50, now50 is not None and now50 <= 10,
-        get("search_now_large", "server_cpu_p50_ms"))
-    p99 = get("search_now_large", "p99_ms")
-    add("current-state search p99 (large org, db)", "<= 50 ms", p99, p99 is not None and p99 <= 50,
-        get("search_now_large", "server_cpu_p99_ms"))
-    rec = get("search_now_large", "recall_at_10")
-    add("current-state search recall@10", ">= 0.95", rec, rec is not None and rec >= 0.95)
-    fr = ratio(now50, get("flat_pgvector_large", "p50_ms"))
-    add("current-state search vs flat pgvector (p50)", "<= 1.5x", fr, fr is not None and fr <= 1.5,
-        ratio(get("search_now_large", "cpu_p50_ms"), get("flat_pgvector_large", "cpu_p50_ms")))
-    for mode in ("valid_at", "known_at"):
-        rc = get(f"search_{mode}_large", "recall_at_10")
-        add(f"{mode} search recall@10", ">= 0.95", rc, rc is not None and rc >= 0.95)
-        rt = ratio(get(f"search_{mode}_large", "p50_ms"), now50)
-        add(f"{mode} search p50 vs current-state", "<= 2x", rt, rt is not None and rt <= 2,
-            ratio(get(f"search_{mode}_large", "server_cpu_p50_ms"), get("search_now_large", "server_cpu_p50_ms")))
-    cv = get("current_value", "p50_ms")
-    add("current_value p50 (db)", "<= 1 ms", cv, cv is not None and cv <= 1, get("current_value", "server_cpu_p50_ms"))
-    wk = get("walk_1000", "p50_ms")
-    add("walk of 1,000 nodes p50 (db)", "<= 20 ms", wk, wk is not None and wk <= 20,
-        get("walk_1000", "server_cpu_p50_ms"))
-    pl = s.get("ingest", {}).get("place_2_workers", {}).get("placements_per_s")
-    add("placements/s, rule validator, 2 workers, embedding excluded", ">= 200/s", pl, pl is not None and pl >= 200)
+    for org in ("large", "medium", "small"):
+        flat = f"flat_pgvector_{org}" if f"flat_pgvector_{org}" in r else None
+        for mode in ("now", "valid_at", "known_at"):
+            vec, hyb = f"search_{mode}_{org}", f"search_hybrid_{mode}_{org}"
+            if vec not in r:
+                continue
+            what = f"{org} org, {'current state' if mode == 'now' else mode}"
+            add(f"hybrid search p50 ({what})", "<= 15 ms", get(hyb, "p50_ms"), get(hyb, "server_cpu_p50_ms"))
+            if flat:
+                add(f"hybrid search vs flat pgvector p50 ({what})", "<= 2x", ratio(get(hyb, "p50_ms"),
+                    get(flat, "p50_ms")), ratio(get(hyb, "cpu_p50_ms"), get(flat, "cpu_p50_ms")))
+            add(f"vector search p50 ({what})", "<= 10 ms", get(vec, "p50_ms"), get(vec, "server_cpu_p50_ms"))
+            if flat:
+                add(f"vector search vs flat pgvector p50 ({what})", "<= 1.5x", ratio(get(vec, "p50_ms"),
+                    get(flat, "p50_ms")), ratio(get(vec, "cpu_p50_ms"), get(flat, "cpu_p50_ms")))
+            add(f"vector search p99 ({what})", "<= 50 ms", get(vec, "p99_ms"), get(vec, "server_cpu_p99_ms"))
+            add(f"recall@10 ({what})", ">= 0.95", get(vec, "recall_at_10"))
+            fb = get(vec, "exact_fallback_rate")
+            add(f"exact fallbacks ({what})", "<= 0.02", fb if fb is not None else 0.0)
+    add("current_value p50", "<= 1 ms", get("current_value", "p50_ms"), get("current_value", "server_cpu_p50_ms"))
+    add("walk of 1,000 nodes p50", "<= 20 ms", get("walk_1000", "p50_ms"), get("walk_1000", "server_cpu_p50_ms"))
+    add("belief_state of a 1,000-memory org p50", "<= 20 ms", get("belief_state_1000", "p50_ms"),
+        get("belief_state_1000", "server_cpu_p50_ms"))
+    add("whole run of this size, minutes", "<= 30", round(s["total_s"] / 60, 1))
     return out
 
 
 GROWTH_READS = ("search_now_large", "search_valid_at_large", "search_known_at_large", "search_now_medium",
-                "search_now_small",
-                "search_hybrid_now_large", "search_hybrid_now_small",
+                "search_valid_at_medium", "search_known_at_medium", "search_now_small",
+                "search_hybrid_now_large", "search_hybrid_now_medium", "search_hybrid_now_small",
                 "search_valid_at_small", "search_known_at_small", "current_value", "walk_1000",
                 "belief_state_1000", "history", "flat_pgvector_large", "chroma_large")
 

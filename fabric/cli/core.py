@@ -207,7 +207,11 @@ def embedded_status() -> None:
     s = Settings.from_env()
     pid = s.data_dir / "pg" / "postmaster.pid"
     console.print(f"data folder: {s.data_dir}")
-    console.print(f"postgres: {'running' if pid.exists() else 'stopped'}")
+    from ..embedded import folder_major
+
+    major = folder_major(s.data_dir / "pg")
+    console.print(f"postgres: {'running' if pid.exists() else 'stopped'}"
+                  + (f" (data folder of PostgreSQL {major})" if major else ""))
     console.print(f"redis: {'running' if (s.data_dir / 'redis.sock').exists() else 'stopped'}")
 
 
@@ -223,3 +227,25 @@ def embedded_stop() -> None:
     pg = embedded.stop_postgres(s.data_dir)
     rd = embedded.stop_redis(s.data_dir)
     console.print(f"postgres: {'stopped' if pg else 'was not running'}; redis: {'stopped' if rd else 'was not running'}")
+
+
+@embedded_app.command("upgrade")
+def embedded_upgrade() -> None:
+    """Move the embedded PostgreSQL data folder of FABRIC_DATA_DIR to PostgreSQL 18 (pg_upgrade).
+
+    A folder made by the old `pgserver` package (PostgreSQL 16) keeps working as it is; this moves it to
+    the current major. The old folder is kept beside it as `pg.old` until you delete it.
+    Example: fabric embedded upgrade
+    """
+    from .. import embedded
+
+    s = Settings.from_env()
+    with handle_errors():
+        before, after = embedded.upgrade_postgres(s.data_dir)
+    if before is None:
+        console.print(f"no PostgreSQL data folder in {s.data_dir}: nothing to upgrade")
+    elif before == after:
+        console.print(f"the data folder already runs PostgreSQL {after}")
+    else:
+        console.print(f"upgraded {s.data_dir / 'pg'} from PostgreSQL {before} to {after}; "
+                      f"the old folder is {s.data_dir / 'pg.old'}")

@@ -330,8 +330,6 @@ _STOP = frozenset("""a an the is are was were be been being has have had of in o
     any other more most very so then there here not no longer where these days update correction latest today
     nowadays lately recently anymore billing took over appointed named became becomes serves serving acts role
     position officially made make makes calls call pays paid likes love loves best all again""".split())
-_RELATION_WORDS = frozenset(w for r in RELATIONS
-                            for w in re.findall(r"[a-z]+", re.sub(r"\\[bswd]", " ", r.words.pattern)) if len(w) > 2)
 
 
 def _relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int, str]]]:
@@ -485,6 +483,7 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
         return None
     # "the Lisbon marathon", "the Halcyon Robotics board meeting": a name used as a modifier is no argument.
     kept = tuple(sp for sp, p in zip(spans, pos) if not _modifier(masked, p, covered))
+    modifiers = frozenset(sp.key for sp in spans if sp not in kept)  # still names the sentence adds
     if len(kept) < 2:
         return None
     if len(kept) < len(spans):
@@ -530,9 +529,9 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
         return None
     whose = _whose(masked, subject, pos[spans.index(subject)], covered)
     subject_key = f"{subject.key} / {whose}" if whose else subject.key
-    others = frozenset(sp.key for sp in spans if sp is not subject and sp is not value)
+    others = frozenset(sp.key for sp in spans if sp is not subject and sp is not value) | modifiers
     detail = frozenset(m.group() for m in re.finditer(r"[a-z][a-z'-]+", masked)
-                       if m.group() not in _STOP and m.group() not in _RELATION_WORDS and m.group() not in _MONTHS
+                       if m.group() not in _STOP and m.group() not in _MONTHS
                        and not _covered(covered, m.start()))
     return Fact(subject=f"{subject.text}'s {whose}" if whose else subject.text, relation=_name(rels, subject_key),
                 relations=frozenset(r.name for r in rels), value=value.text, subject_key=subject_key,

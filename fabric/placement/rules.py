@@ -189,10 +189,10 @@ class RuleValidator:
         if verdict == "duplicate":
             return Decision("duplicate", c.id, f"the same fact {what} = {new.value!r}, reworded", 0.85,
                             self.name), separate
-        keys = dict(subject=subject, relation=relation, value=new.value) if keyable(new) else {}
-        if verdict == "child_update":
+        if verdict == "child_update":  # the parent holds the key: a detail valid from later must not take it over
             return Decision("child_update", c.id, f"the same fact {what} = {new.value!r}, with more detail", 0.8,
-                            self.name, **keys), separate
+                            self.name), separate
+        keys = dict(subject=subject, relation=relation, value=new.value) if keyable(new) else {}
         if new.negated:
             return Decision("contradiction_fork", c.id, f"the fact {what} = {old.value!r} is negated", 0.75,
                             self.name), separate
@@ -271,8 +271,9 @@ def canonical_key(fact: Fact, near: Candidate | None, relation: str, *, spelled:
 
 
 def with_text_keys(write: IncomingWrite, decision: Decision, candidates: Sequence[Candidate]) -> Decision:
-    """A text-only write placed in the tree gets the key its sentence states, when the lexicon reads one."""
-    if write.keyed or decision.subject is not None or decision.kind == "duplicate":
+    """A text-only write placed in the tree as a fact of its own (a new branch, a correction) gets the key
+    its sentence states, when it reads one. A refinement does not: its parent holds the key."""
+    if write.keyed or decision.subject is not None or decision.kind in ("duplicate", "child_update"):
         return decision
     target = next((c for c in candidates if c.id == decision.target_id), None)
     fact = extract(write.content, target.content if target else None)

@@ -1,20 +1,33 @@
 """Retrieval: vector, lexical and hybrid search, each in one SQL statement, and branch context.
 
-Dilution. pgvector's HNSW scan (0.6.x) visits `hnsw.ef_search` candidates and only then applies
-the WHERE clause, so a filtered index scan can return fewer rows than asked, or miss the best row
-that qualifies. The vector leg runs the index scan first; when it returns enough rows that qualify
-they are the best that qualify (up to the index's approximation), and when it returns fewer, the
-same statement runs an exact scan over the qualifying rows instead. The lexical leg has no such
+Two indexes. A current-state read (no valid_at / known_at asked, or live_only) searches
+fabric.current_embeddings, whose HNSW graph holds only memories that can be current (migration
+0006); a time-travel read searches every memory's embedding in fabric.memories.
+
+Dilution. An HNSW scan visits `hnsw.ef_search` candidates and the WHERE clause (tenant, time)
+applies after it. With pgvector >= 0.8 the scan is iterative (`hnsw.iterative_scan`): it goes on
+until enough rows pass the filter. With an older pgvector (a server reached through DATABASE_URL;
+there, setting `hnsw.iterative_scan` is an error), or when the iterative scan gives up
+(`hnsw.max_scan_tuples`), the index scan returns fewer rows than asked and the same statement runs
+an exact scan over the qualifying rows instead. The lexical leg has no such
 hole: each term's postings come from the GIN index and pass the time filter (fabric_api.holds)
 before anything is counted, ranked or cut, and its term statistics are those of the memories
 that hold, so memories that do not qualify can neither take a slot nor skew a weight.
+
+The candidate list grows with the graph: `ef_search` is a floor, scaled by
+(vectors / 100k) ** 0.6 past 100k vectors in the index searched (100 -> ~400 at 1M), the recall
+measured by `fabric bench scale` (docs/performance.md).
 
 Lexical scoring. A memory's lexical score is BM25's idf summed over the query terms it contains
 (its lexemes, normalised as `search_text` is, and adjacent pairs of them as phrases), with binary
 term frequency: memories are short. N and each df count the memories that hold, up to `df_cap`;
 a term in `df_cap` or more of them carries no weight -- a stop word for this org at this time.
-That bounds the work per query term to df_cap postings whatever the size of the org, and in an
-org with fewer than df_cap memories that hold it is plain BM25 idf.
+That bounds the postings read per query term to df_cap whatever the size of the org, and in an
+org with fewer than df_cap memories that hold it is plain BM25 idf. The index scan behind them is
+bounded too: the full-text index is on (org, search_text), so a term's scan sees the org's rows
+only, and a term in COMMON_DF_FACTOR x df_cap (1,000) or more of the org's memories of any state
+(fabric.term_counts, kept by a trigger) is not scanned at all -- it is a stop word unless nine in
+ten of those memories do not hold, which only a query far back in a heavily revised history meets.
 
 Names. Words the query capitalises are the names it asks about (see `named_words`). A memory's
 `named_matches` is how many of their lexemes it contains, and the lexical and hybrid rankings
@@ -28,11 +41,13 @@ from __future__ import annotations
 
 import re
 import uuid
+import weakref
 from datetime import datetime
 from typing import Any, Iterable
 
 import numpy as np
 import psycopg
+from psycopg.rows import tuple_row
 
 from ..placement.facts import value_key
 from ..sql import q
@@ -41,7 +56,12 @@ MODES = ("hybrid", "vector", "lexical")
 RRF_K = 60          # the usual reciprocal rank fusion constant
 HYBRID_POOL = 50    # rows taken from each leg before fusion (at least k)
 DF_CAP = 100        # a term in this many of the memories that hold, or more, carries no weight
+COMMON_DF_FACTOR = 10   # a term in df_cap x this many of the org's memories is not even scanned
 CONTEXT_SLACK = 8   # superseded nodes a context walk may pass through beyond n hops
+ITERATIVE_SCAN_SINCE = (0, 8)   # the pgvector release that added hnsw.iterative_scan
+# The HNSW index each kind of read searches (its size sets the candidate list).
+CURRENT_INDEX = "fabric.ix_current_embeddings_embedding_hnsw"
+ALL_INDEX = "fabric.ix_memories_embedding_hnsw"
 
 SEARCH_SQL = q("search")
 VECTOR_SQL = q("search_vector")
@@ -76,9 +96,11 @@ def named_words(text: str) -> str:
 def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, k: int, valid_at: datetime,
                   known_at: datetime, include_superseded: bool = False, live_only: bool = False,
                   pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP, names: bool = True,
-                  subject_prefix: str | None = None) -> dict[str, Any]:
+                  subject_prefix: str | None = None, current: bool = False) -> dict[str, Any]:
     """The `search` statement's parameters. `pool` (rows per leg) defaults to k in vector mode (the plain
-    k-nearest search) and to max(k, HYBRID_POOL) otherwise."""
+    k-nearest search) and to max(k, HYBRID_POOL) otherwise. `current`: valid_at and known_at are now
+    (the caller asked for neither), so the vector leg may search fabric.current_embeddings; live_only
+    implies it."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     if mode != "lexical" and vector is None:
@@ -88,7 +110,8 @@ def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, 
     return {"org": org, "q": vector if mode != "lexical" else None, "query": text or "",
             "names": named_words(text or "") if names else "", "valid_at": valid_at, "known_at": known_at,
             "include_superseded": include_superseded, "live_only": live_only, "mode": mode, "k": k,
-            "pool": max(pool, k), "rrf_k": rrf_k, "df_cap": df_cap, "subject_prefix": subject_prefix}
+            "pool": max(pool, k), "rrf_k": rrf_k, "df_cap": df_cap, "common_df": COMMON_DF_FACTOR * df_cap,
+            "subject_prefix": subject_prefix, "current": (current and not include_superseded) or live_only}
 
 
 def statement_for(mode: str) -> str:
@@ -96,31 +119,86 @@ def statement_for(mode: str) -> str:
     return VECTOR_SQL if mode == "vector" else SEARCH_SQL
 
 
-def session_settings(*, ef_search: int) -> list[tuple[str, tuple[Any, ...]]]:
-    """Transaction-local settings a search runs with: the HNSW candidate list; no JIT (compiling a plan
-    costs more than running a search); and a plan made for the actual parameters every time: a
-    generic plan of `search_vector` (which psycopg's automatic preparation lets the server pick after
-    a few runs) was measured at ~370 ms against ~17 ms for the custom one at 100k memories -- planned
-    for an unknown k, it joins through sequential scans."""
+_SETTINGS_SQL = """
+SELECT set_config('hnsw.ef_search',
+                  greatest(%(ef)s, least(1000, round(%(ef)s * power(greatest(i.reltuples, 0) / 100000.0, 0.6))))
+                  ::int::text, true),
+       set_config('jit', 'off', true),
+       set_config('plan_cache_mode', 'force_custom_plan', true),
+       set_config('max_parallel_workers_per_gather', '0', true)
+FROM (SELECT coalesce((SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(index)s)), 0) AS reltuples) i"""
+_ITERATIVE_SQL = "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+_PGVECTOR_SQL = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+
+# pgvector's version per connection (sync or async), read once
+_pgvector_versions: "weakref.WeakKeyDictionary[Any, tuple[int, ...]]" = weakref.WeakKeyDictionary()
+
+
+def _version(row: Any) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", row[0])) if row else ()
+
+
+def pgvector_version(conn: psycopg.Connection) -> tuple[int, ...]:
+    """The installed pgvector extension's version, read once per connection."""
+    if conn not in _pgvector_versions:
+        _pgvector_versions[conn] = _version(conn.cursor(row_factory=tuple_row).execute(_PGVECTOR_SQL).fetchone())
+    return _pgvector_versions[conn]
+
+
+async def apgvector_version(conn: psycopg.AsyncConnection) -> tuple[int, ...]:
+    """`pgvector_version` on an async connection."""
+    if conn not in _pgvector_versions:
+        cur = await conn.cursor(row_factory=tuple_row).execute(_PGVECTOR_SQL)
+        _pgvector_versions[conn] = _version(await cur.fetchone())
+    return _pgvector_versions[conn]
+
+
+def session_settings(*, ef_search: int, iterative: bool = False, index: str = ALL_INDEX
+                     ) -> list[tuple[str, Any]]:
+    """Transaction-local settings a search runs with: the HNSW candidate list (ef_search, scaled up
+    with the size of `index`); an iterative index scan when pgvector has one (`iterative`: see
+    pgvector_version); no JIT (compiling a plan costs more than running a search); and a plan made for
+    the actual parameters every time: a generic plan of `search_vector` (which psycopg's automatic
+    preparation lets the server pick after a few runs) was measured at ~370 ms against ~17 ms for the
+    custom one at 100k memories -- planned for an unknown k, it joins through sequential scans."""
     # No parallel workers: the exact-scan branch would start them on every query even when its
     # one-time filter skips it (~18 ms at 1M; docs/performance.md).
-    return [("SELECT set_config('hnsw.ef_search', %s, true), set_config('jit', 'off', true), "
-             "set_config('plan_cache_mode', 'force_custom_plan', true), "
-             "set_config('max_parallel_workers_per_gather', '0', true)", (str(ef_search),))]
+    settings: list[tuple[str, Any]] = [(_SETTINGS_SQL, {"ef": ef_search, "index": index})]
+    if iterative:
+        # relaxed_order: the statements re-sort the rows by distance themselves.
+        settings.append((_ITERATIVE_SQL, None))
+    return settings
+
+
+def search_settings(params: dict[str, Any], *, ef_search: int, iterative: bool) -> list[tuple[str, Any]]:
+    """The session settings for one search with `params` (from search_params); `iterative`: the server's
+    pgvector has iterative index scans (pgvector_version >= ITERATIVE_SCAN_SINCE)."""
+    if params["mode"] == "vector" or iterative:
+        ef = max(ef_search, params["pool"])
+    else:
+        # Without iterative scans the fused modes fill a pool of `pool` rows after the org and time
+        # filter, which keeps ~40% of a shared graph's candidates: visit 8x the pool or the exact
+        # fallback runs on every query of a large org (measured at 100k: p50 433 -> 69 ms).
+        ef = min(1000, max(ef_search, 8 * params["pool"]))
+    return session_settings(ef_search=ef, iterative=iterative,
+                            index=CURRENT_INDEX if params["current"] else ALL_INDEX)
 
 
 def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray | None, mode: str, k: int,
            valid_at: datetime, known_at: datetime, include_superseded: bool = False, live_only: bool = False,
            ef_search: int = 100, pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP,
-           names: bool = True, subject_prefix: str | None = None) -> list[dict[str, Any]]:
+           names: bool = True, subject_prefix: str | None = None, current: bool = False
+           ) -> list[dict[str, Any]]:
     """One round trip: the settings and the mode's statement, sent together in a pipeline.
 
     Rows carry the memory's columns plus `score`, `vector_rank`, `lexical_rank` and `named_matches`.
-    subject_prefix: only memories whose subject is that namespace or below it (fabric_api.under)."""
+    subject_prefix: only memories whose subject is that namespace or below it (fabric_api.under).
+    current: the caller asked for neither valid_at nor known_at (both are now)."""
     settings, statement, params = search_plan(
         org=org, text=text, vector=vector, mode=mode, k=k, valid_at=valid_at, known_at=known_at,
         include_superseded=include_superseded, live_only=live_only, ef_search=ef_search, pool=pool,
-        rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix)
+        rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix, current=current,
+        iterative=pgvector_version(conn) >= ITERATIVE_SCAN_SINCE)
     if psycopg.Pipeline.is_supported():
         with conn.pipeline():
             for stmt, args in settings:
@@ -136,7 +214,8 @@ def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray 
 
 async def asearch(conn: psycopg.AsyncConnection, **kw: Any) -> list[dict[str, Any]]:
     """`search` on an async connection: the same plan, the same statement, the same rows."""
-    settings, statement, params = search_plan(**kw)
+    iterative = await apgvector_version(conn) >= ITERATIVE_SCAN_SINCE
+    settings, statement, params = search_plan(**kw, iterative=iterative)
     async with conn.pipeline():
         for stmt, args in settings:
             await conn.execute(stmt, args)
@@ -147,17 +226,14 @@ async def asearch(conn: psycopg.AsyncConnection, **kw: Any) -> list[dict[str, An
 def search_plan(*, org: str, text: str, vector: np.ndarray | None, mode: str, k: int, valid_at: datetime,
                 known_at: datetime, include_superseded: bool = False, live_only: bool = False,
                 ef_search: int = 100, pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP,
-                names: bool = True, subject_prefix: str | None = None
-                ) -> tuple[list[tuple[str, tuple[Any, ...]]], str, dict[str, Any]]:
+                names: bool = True, subject_prefix: str | None = None, current: bool = False,
+                iterative: bool = False) -> tuple[list[tuple[str, Any]], str, dict[str, Any]]:
     """(session settings, statement, parameters) of one search."""
     params = search_params(org=org, text=text, vector=vector, mode=mode, k=k, valid_at=valid_at,
                            known_at=known_at, include_superseded=include_superseded, live_only=live_only,
-                           pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix)
-    # The fused modes fill a pool of `pool` rows from the vector leg; after the org and time filter
-    # ~40% of a shared graph's candidates qualify, so visit 8x the pool or the exact fallback runs on
-    # every query of a large org (measured at 100k: p50 433 -> 69 ms; docs/performance.md, proposal 1).
-    ef = max(ef_search, params["pool"]) if mode == "vector" else min(1000, max(ef_search, 8 * params["pool"]))
-    return session_settings(ef_search=ef), statement_for(mode), params
+                           pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix,
+                           current=current)
+    return search_settings(params, ef_search=ef_search, iterative=iterative), statement_for(mode), params
 
 
 def search_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -201,12 +277,12 @@ def flag_conflicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def vector_search(conn: psycopg.Connection, *, org: str, query: np.ndarray, k: int, valid_at: datetime,
                   known_at: datetime, include_superseded: bool = False, live_only: bool = False,
-                  ef_search: int = 100) -> list[dict[str, Any]]:
+                  ef_search: int = 100, current: bool = False) -> list[dict[str, Any]]:
     """The k memories nearest to `query` that hold at (valid_at, known_at); score = cosine similarity.
     Never fewer than k when k qualify (the exact scan backs the index scan)."""
     return search(conn, org=org, text="", vector=query, mode="vector", k=k, valid_at=valid_at,
                   known_at=known_at, include_superseded=include_superseded, live_only=live_only,
-                  ef_search=ef_search)
+                  ef_search=ef_search, current=current)
 
 
 def branch_context(conn: psycopg.Connection, *, org: str, ids: Iterable[uuid.UUID], n: int, valid_at: datetime,

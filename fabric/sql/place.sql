@@ -7,11 +7,13 @@ ORDER BY received_at, id
 
 -- name: lock_write
 -- Claim one write for this transaction; a second runner of the same job sees it settled.
-SELECT status FROM fabric.writes WHERE org = %(org)s AND id = %(id)s FOR UPDATE
+-- now: the transaction time of what its placement writes (read once the locks are held).
+SELECT status, clock_timestamp() AS now FROM fabric.writes WHERE org = %(org)s AND id = %(id)s FOR UPDATE
 
 -- name: lock_org
--- Placements in one org apply one at a time (a few ms each); deciding runs outside this lock.
-SELECT pg_advisory_xact_lock(hashtextextended('fabric.place:' || %(org)s, 0))
+-- Changes to one org's tree apply one at a time (placements in chunks of a few ms; retract, revert,
+-- replay, source invalidation). A service role may lock only its own org (migration 0005).
+SELECT fabric.lock_placement(%(org)s)
 
 -- name: clock
 -- Transaction time for everything this placement writes, read after the lock is held.

@@ -10,7 +10,8 @@
 -- Parameters: org, q (the query's embedding; NULL in lexical mode), query (its text), names (the
 -- words it capitalises, found by fabric/read/search.py), valid_at, known_at, include_superseded,
 -- live_only (only memories currently believed and live), mode, k, pool (rows per leg), rrf_k, df_cap,
--- subject_prefix (NULL, or only memories in that namespace or below it: fabric_api.under, migration 0006).
+-- subject_prefix (NULL, or only memories in that namespace or below it: fabric_api.under, migration 0004).
+-- current (a current-state read: the vector leg searches fabric.current_embeddings), common_df.
 -- The vector leg is the one in search_vector (keep the two in step).
 WITH
 -- ---------------------------------------------------------------- lexical leg
@@ -24,20 +25,28 @@ named AS MATERIALIZED (   -- lexemes of the words the query names (people, place
     SELECT DISTINCT q.tq
     FROM qlex q JOIN unnest(to_tsvector('english', %(names)s)) AS n ON n.lexeme = q.lexeme
 ),
-terms AS MATERIALIZED (   -- each lexeme, and each pair of lexemes adjacent in the query as a phrase
-    SELECT row_number() OVER () AS term, tq
-    FROM (SELECT tq FROM qlex
+terms AS MATERIALIZED (   -- each lexeme, and each pair of lexemes adjacent in the query as a phrase,
+                          -- with the number of the org's memories that contain its rarer lexeme
+    SELECT row_number() OVER () AS term, t.tq,
+           (SELECT min(coalesce(c.memories, 0))
+            FROM unnest(t.lexemes) AS l(lexeme)
+            LEFT JOIN fabric.term_counts c ON c.org = %(org)s AND c.lexeme = l.lexeme) AS org_df
+    FROM (SELECT tq, ARRAY[lexeme] AS lexemes FROM qlex
           UNION
-          SELECT tsquery_phrase(a.tq, b.tq) FROM qlex a JOIN qlex b ON b.pos = a.pos + 1) t
+          SELECT tsquery_phrase(a.tq, b.tq), ARRAY[a.lexeme, b.lexeme]
+          FROM qlex a JOIN qlex b ON b.pos = a.pos + 1) t
 ),
-postings AS MATERIALIZED (   -- each term's memories that hold (GIN index, then the time filter), up to df_cap
+postings AS MATERIALIZED (   -- each term's memories that hold (GIN index on org and text, then the
+                             -- time filter), up to df_cap. A term in common_df or more of the org's
+                             -- memories is not scanned: it could weigh nothing (see weights).
     SELECT t.term, p.id, p.names
     FROM terms t
     CROSS JOIN LATERAL (
         SELECT m.id, (SELECT count(*) FROM named n WHERE m.search_text @@ n.tq) AS names
         FROM fabric.memories m
         JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-        WHERE m.org = %(org)s AND m.search_text @@ t.tq
+        WHERE t.org_df < %(common_df)s
+          AND m.org = %(org)s AND ARRAY[m.org] @> ARRAY[%(org)s]::text[] AND m.search_text @@ t.tq
           AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                                %(valid_at)s, %(known_at)s, %(include_superseded)s)
           AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
@@ -72,35 +81,51 @@ lex_leg AS (   -- every memory here holds: rank them all, then cut
     LIMIT %(pool)s
 ),
 -- ---------------------------------------------------------------- vector leg
-ann AS MATERIALIZED (   -- the HNSW index scan; its WHERE applies after the scan, so it may come up short
-    SELECT m.id, m.embedding <=> %(q)s::vector AS distance, m.search_text
-    FROM fabric.memories m
-    JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-    WHERE m.org = %(org)s AND %(mode)s = 'hybrid'
-      AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                           %(valid_at)s, %(known_at)s, %(include_superseded)s)
-      AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
-      AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
-    ORDER BY m.embedding <=> %(q)s::vector
-    LIMIT %(pool)s
+ann AS MATERIALIZED (   -- the HNSW index scan (see search_vector); may come up short
+    (SELECT c.memory_id AS id, c.embedding <=> %(q)s::vector AS distance
+     FROM fabric.current_embeddings c
+     JOIN fabric.memory_versions v ON v.org = c.org AND v.memory_id = c.memory_id
+     WHERE %(current)s AND %(mode)s = 'hybrid' AND c.org = %(org)s
+       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
+       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+       AND (%(subject_prefix)s::text IS NULL
+            OR EXISTS (SELECT 1 FROM fabric.memories m WHERE m.org = c.org AND m.id = c.memory_id
+                       AND fabric_api.under(m.subject, %(subject_prefix)s)))
+     ORDER BY c.embedding <=> %(q)s::vector
+     LIMIT %(pool)s)
+  UNION ALL
+    (SELECT m.id, m.embedding <=> %(q)s::vector AS distance
+     FROM fabric.memories m
+     JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+     WHERE NOT %(current)s AND %(mode)s = 'hybrid' AND m.org = %(org)s
+       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
+       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+       AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
+     ORDER BY m.embedding <=> %(q)s::vector
+     LIMIT %(pool)s)
 ),
 qualifying AS MATERIALIZED (   -- the exact scan, run only when the index scan came up short
-    SELECT m.id, m.embedding <=> %(q)s::vector AS distance, m.search_text
+    SELECT m.id, m.embedding <=> %(q)s::vector AS distance
     FROM fabric.memories m
     JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
     WHERE m.org = %(org)s AND %(mode)s = 'hybrid'
       AND (SELECT count(*) FROM ann) < %(pool)s
+      AND (NOT %(current)s OR EXISTS (SELECT 1 FROM fabric.current_embeddings c
+                                      WHERE c.org = m.org AND c.memory_id = m.id))
       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
       AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
 ),
 vec_leg AS (
-    SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS vec_rank,
-           (SELECT count(*) FROM named n WHERE s.search_text @@ n.tq) AS names
-    FROM (SELECT id, distance, search_text FROM ann WHERE (SELECT count(*) FROM ann) >= %(pool)s
+    SELECT s.id, s.distance, row_number() OVER (ORDER BY s.distance, s.id) AS vec_rank,
+           (SELECT count(*) FROM named n WHERE m.search_text @@ n.tq) AS names
+    FROM (SELECT id, distance FROM ann WHERE (SELECT count(*) FROM ann) >= %(pool)s
           UNION ALL
-          (SELECT id, distance, search_text FROM qualifying ORDER BY distance, id LIMIT %(pool)s)) s
+          (SELECT id, distance FROM qualifying ORDER BY distance, id LIMIT %(pool)s)) s
+    JOIN fabric.memories m ON m.org = %(org)s AND m.id = s.id
 ),
 -- ---------------------------------------------------------------- fusion
 scored AS (   -- named terms matched (counted by whichever leg found the memory) first, then RRF
@@ -131,21 +156,38 @@ ORDER BY t.score DESC, t.vec_rank, t.id
 
 -- name: search_vector
 -- Vector retrieval: the k memories nearest to the query that hold at (valid_at, known_at).
--- The HNSW index scan runs first; when it returns fewer than k rows that qualify (its WHERE applies
--- after the scan), the exact scan over every qualifying memory answers instead. score = cosine
--- similarity. Parameters as in `search` (k = pool here).
+-- A current-state read (current: no valid_at / known_at asked, or live_only) walks the HNSW index of
+-- fabric.current_embeddings, which holds only what can be current; a time-travel read walks the index
+-- of every memory, fabric.memories. With pgvector >= 0.8 the scan is iterative (fabric/read/search.py
+-- sets hnsw.iterative_scan): it keeps going until k rows pass the WHERE. With an older pgvector, or when
+-- the iterative scan gives up, it returns fewer than k rows that qualify and the exact scan over every
+-- qualifying memory answers instead. score = cosine similarity. Parameters as in `search` (k = pool),
+-- plus current.
 WITH
-ann AS MATERIALIZED (   -- the index scan
-    SELECT m.id, m.embedding <=> %(q)s::vector AS distance
-    FROM fabric.memories m
-    JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-    WHERE m.org = %(org)s
-      AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                           %(valid_at)s, %(known_at)s, %(include_superseded)s)
-      AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
-      AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
-    ORDER BY m.embedding <=> %(q)s::vector
-    LIMIT %(k)s
+ann AS MATERIALIZED (   -- the index scan: one branch runs, the other's one-time filter is false
+    (SELECT c.memory_id AS id, c.embedding <=> %(q)s::vector AS distance
+     FROM fabric.current_embeddings c
+     JOIN fabric.memory_versions v ON v.org = c.org AND v.memory_id = c.memory_id
+     WHERE %(current)s AND c.org = %(org)s
+       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
+       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+       AND (%(subject_prefix)s::text IS NULL
+            OR EXISTS (SELECT 1 FROM fabric.memories m WHERE m.org = c.org AND m.id = c.memory_id
+                       AND fabric_api.under(m.subject, %(subject_prefix)s)))
+     ORDER BY c.embedding <=> %(q)s::vector
+     LIMIT %(k)s)
+  UNION ALL
+    (SELECT m.id, m.embedding <=> %(q)s::vector AS distance
+     FROM fabric.memories m
+     JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+     WHERE NOT %(current)s AND m.org = %(org)s
+       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
+       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+       AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
+     ORDER BY m.embedding <=> %(q)s::vector
+     LIMIT %(k)s)
 ),
 qualifying AS MATERIALIZED (   -- the exact scan, run only when the index scan came up short
     SELECT m.id, m.embedding <=> %(q)s::vector AS distance
@@ -153,12 +195,14 @@ qualifying AS MATERIALIZED (   -- the exact scan, run only when the index scan c
     JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
     WHERE m.org = %(org)s
       AND (SELECT count(*) FROM ann) < %(k)s
+      AND (NOT %(current)s OR EXISTS (SELECT 1 FROM fabric.current_embeddings c
+                                      WHERE c.org = m.org AND c.memory_id = m.id))
       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
       AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
 ),
-top AS (
+top AS (   -- re-sorted: a relaxed-order iterative scan may return its rows slightly out of order
     SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS vec_rank
     FROM (SELECT id, distance FROM ann WHERE (SELECT count(*) FROM ann) >= %(k)s
           UNION ALL
@@ -178,18 +222,29 @@ WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
 ORDER BY t.vec_rank
 
 -- name: search_vector_ann
--- The vector leg's index scan on its own (for EXPLAIN and tests): the k nearest memories that hold,
--- as the HNSW scan finds them. Filtered after the scan, it can return fewer than k rows; the
--- `search` statement then falls back to an exact scan.
-SELECT m.id, m.content, m.embedding <=> %(q)s::vector AS distance
-FROM fabric.memories m
-JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-WHERE m.org = %(org)s
-  AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                       %(valid_at)s, %(known_at)s, %(include_superseded)s)
-  AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
-ORDER BY m.embedding <=> %(q)s::vector
-LIMIT %(k)s
+-- The vector leg's index scan on its own (for EXPLAIN, tests and the benchmark's fallback count): the
+-- k nearest memories that hold, as the HNSW scan finds them (the `ann` of search_vector). It can
+-- return fewer than k rows; the search statements then fall back to an exact scan.
+(SELECT c.memory_id AS id, m.content, c.embedding <=> %(q)s::vector AS distance
+ FROM fabric.current_embeddings c
+ JOIN fabric.memories m ON m.org = c.org AND m.id = c.memory_id
+ JOIN fabric.memory_versions v ON v.org = c.org AND v.memory_id = c.memory_id
+ WHERE %(current)s AND c.org = %(org)s
+   AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                        %(valid_at)s, %(known_at)s, %(include_superseded)s)
+   AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+ ORDER BY c.embedding <=> %(q)s::vector
+ LIMIT %(k)s)
+UNION ALL
+(SELECT m.id, m.content, m.embedding <=> %(q)s::vector AS distance
+ FROM fabric.memories m
+ JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+ WHERE NOT %(current)s AND m.org = %(org)s
+   AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                        %(valid_at)s, %(known_at)s, %(include_superseded)s)
+   AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+ ORDER BY m.embedding <=> %(q)s::vector
+ LIMIT %(k)s)
 
 -- name: search_context
 -- Branch context for many hits at once: for each hit, up to n neighbours on its branch (its parent

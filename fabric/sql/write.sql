@@ -9,7 +9,8 @@ INSERT INTO fabric.writes (org, id, content, subject, relation, value, valid_fro
 VALUES (%(org)s, %(id)s, %(content)s, %(subject)s, %(relation)s, %(value)s,
         coalesce(%(valid_from)s, now()), %(valid_to)s, %(source)s, %(kind)s, %(durability)s,
         coalesce(%(metadata)s, '{}'::jsonb), %(job_id)s,
-        clock_timestamp());  -- not now(): writes of one batch keep their order
+        clock_timestamp())  -- not now(): writes of one batch keep their order
+ON CONFLICT (org, id) DO NOTHING;  -- a retry after a lost connection may repeat a committed insert
 
 -- name: write_status
 -- Where a write stands, with the decision that settled it.

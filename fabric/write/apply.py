@@ -8,6 +8,7 @@ runs twice places once."""
 from __future__ import annotations
 
 import logging
+import math
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -18,11 +19,12 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from .. import metrics
+from ..db import is_connection_loss
 from ..errors import FabricError
 from ..placement.facts import text_key
 from ..placement.intervals import ChainMember, Revision, plan_insert
 from ..placement.validator import Candidate, Decision, IncomingWrite, Validator, check_decision, pregate
-from ..read.search import vector_search
+from ..read.search import VECTOR_SQL, search_params, session_settings
 from ..sql import q
 from ..types import Placement, utcnow
 
@@ -41,26 +43,82 @@ class PlaceStats:
     raced: int = 0
 
 
-def load_pending(conn: psycopg.Connection, org: str, ids: Sequence[uuid.UUID]) -> list[IncomingWrite]:
-    rows = conn.execute(q("load_pending"), {"org": org, "ids": list(ids)}).fetchall()
+def load_pending(conn: psycopg.Connection, org: str, ids: Sequence[uuid.UUID]
+                 ) -> tuple[list[IncomingWrite], dict[uuid.UUID, str]]:
+    """The pending writes among `ids`, oldest first, and those that cannot be read back (id -> why).
+
+    A row Python cannot represent (a time whose UTC value is outside years 1-9999, accepted before
+    the gate refused it) must not hold up its job-mates: the batch is then read row by row."""
+    try:
+        rows = conn.execute(q("load_pending"), {"org": org, "ids": list(ids)}).fetchall()
+        unreadable: dict[uuid.UUID, str] = {}
+    except psycopg.DataError:
+        conn.rollback()
+        rows, unreadable = [], {}
+        for write_id in ids:
+            try:
+                rows += conn.execute(q("load_pending"), {"org": org, "ids": [write_id]}).fetchall()
+            except psycopg.DataError as exc:
+                conn.rollback()
+                unreadable[write_id] = f"cannot be read back: {exc}"
     conn.commit()
-    return [IncomingWrite(**{**r, "metadata": r["metadata"] or {}}) for r in rows]
+    return [IncomingWrite(**{**r, "metadata": r["metadata"] or {}}) for r in rows], unreadable
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """What one write is decided on: its k nearest live memories (`near`, best first) and every memory
+    believed under its key. `floor`: the similarity a new memory must reach to enter its k nearest."""
+
+    near: list[Candidate]
+    key_rows: list[dict[str, Any]]
+    k: int
+
+    @property
+    def cands(self) -> list[Candidate]:
+        return with_key_members({c.id: c for c in self.near}, self.key_rows)[0]
+
+    @property
+    def floor(self) -> float:
+        return self.near[-1].similarity if len(self.near) >= self.k else -math.inf
+
+    @property
+    def ids(self) -> set[uuid.UUID]:
+        return {c.id for c in self.near} | {r["id"] for r in self.key_rows}
+
+
+def write_key(write: IncomingWrite) -> tuple[str | None, str | None]:
+    """The (subject, relation) a write is about: its key, or for a text-only write the key its sentence
+    states (so a version worded far from the old one is found beyond the k nearest)."""
+    return (write.subject, write.relation) if write.keyed else text_key(write.content)
+
+
+def gather_batch(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embeddings: np.ndarray, *,
+                 k: int, ef_search: int) -> list[Gathered]:
+    """For each write: the k nearest live memories in its org, plus every memory believed under its key
+    (`write_key`). All the writes' queries go in one round trip (pipeline mode)."""
+    now = utcnow()
+    with conn.pipeline():
+        for stmt, args in session_settings(ef_search=max(ef_search, k)):
+            conn.execute(stmt, args)
+        cursors = []
+        for write, vec in zip(writes, embeddings):
+            near = conn.execute(VECTOR_SQL, search_params(org=write.org, text="", vector=vec, mode="vector", k=k,
+                                                          valid_at=now, known_at=now, include_superseded=True,
+                                                          live_only=True))
+            subject, relation = write_key(write)
+            keyed = conn.execute(q("key_members"), {"org": write.org, "subject": subject,
+                                                    "relation": relation, "q": vec}) if subject else None
+            cursors.append((near, keyed))
+    return [Gathered([candidate_from_row(r, float(r["score"]), False) for r in near.fetchall()],
+                     keyed.fetchall() if keyed else [], k) for near, keyed in cursors]
 
 
 def gather_candidates(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, *,
                       k: int, ef_search: int) -> tuple[list[Candidate], list[dict[str, Any]]]:
-    """The k nearest live memories in the org, plus every memory believed under the write's key (for a
-    text-only write: the key its sentence states, so a version worded far from the old one is found)."""
-    now = utcnow()
-    rows = vector_search(conn, org=write.org, query=embedding, k=k, valid_at=now, known_at=now,
-                         include_superseded=True, live_only=True, ef_search=ef_search)
-    cands = {r["id"]: candidate_from_row(r, r["score"], False) for r in rows}
-    key_rows: list[dict[str, Any]] = []
-    subject, relation = (write.subject, write.relation) if write.keyed else text_key(write.content)
-    if subject is not None:
-        key_rows = conn.execute(q("key_members"), {"org": write.org, "subject": subject,
-                                                   "relation": relation, "q": embedding}).fetchall()
-    return with_key_members(cands, key_rows)
+    """The k nearest live memories in the org, plus every memory believed under the write's key."""
+    g = gather_batch(conn, [write], embedding[None, :], k=k, ef_search=ef_search)[0]
+    return g.cands, g.key_rows
 
 
 def with_key_members(cands: dict[uuid.UUID, Candidate], key_rows: list[dict[str, Any]]
@@ -143,6 +201,93 @@ def place_one(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndar
 
 
 @dataclass(frozen=True)
+class Placed:
+    """What a job-mate placed earlier in the transaction changed: its new node (None for a duplicate or
+    a node stored as history), that node's key, and the memories it revised."""
+
+    vector: np.ndarray
+    node: Candidate | None
+    key: tuple[str | None, str | None]
+    revised: frozenset[uuid.UUID]
+
+
+def catch_up(write: IncomingWrite, vector: np.ndarray, g: Gathered, placed: Sequence[Placed]) -> Gathered | None:
+    """`g` brought up to date with the job-mates placed since it was read: a new node near enough joins
+    its k nearest. None when only the database can tell: a job-mate revised one of its candidates or
+    wrote under its key."""
+    for p in placed:  # in the order they were placed: a later one may revise an earlier one's node
+        if p.revised & g.ids or (p.key[0] is not None and p.key == write_key(write)):
+            return None
+        if p.node is not None:
+            similarity = float(vector @ p.vector)
+            if similarity >= g.floor:
+                near = sorted([*g.near, replace(p.node, similarity=similarity)], key=lambda c: -c.similarity)
+                g = Gathered(near[:g.k], g.key_rows, g.k)
+    return g
+
+
+def place_locked(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embeddings: np.ndarray,
+                 validator: Validator, *, k: int, near_similarity: float, ef_search: int,
+                 stats: PlaceStats) -> dict[uuid.UUID, Exception]:
+    """Place a job's writes (one org) under the org's lock, for a validator that decides in
+    microseconds: per LOCKED_CHUNK writes one transaction, one lock and one candidate round trip, each
+    write then decided on what is there (re-read only when a job-mate placed before it changed that), in
+    a savepoint of its own. Returns the writes that failed, with why (their savepoints rolled back)."""
+    failed: dict[uuid.UUID, Exception] = {}
+    for start in range(0, len(writes), LOCKED_CHUNK):
+        failed.update(_place_chunk(conn, writes[start:start + LOCKED_CHUNK], embeddings[start:start + LOCKED_CHUNK],
+                                   validator, k=k, near_similarity=near_similarity, ef_search=ef_search,
+                                   stats=stats))
+    return failed
+
+
+# Writes placed per transaction by place_locked: the org's lock is held this long, and progress is
+# committed at this pace (a killed worker loses at most this much work).
+LOCKED_CHUNK = 16
+
+
+def _place_chunk(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embeddings: np.ndarray,
+                 validator: Validator, *, k: int, near_similarity: float, ef_search: int,
+                 stats: PlaceStats) -> dict[uuid.UUID, Exception]:
+    failed: dict[uuid.UUID, Exception] = {}
+    placed: list[Placed] = []
+    with conn.transaction():
+        conn.execute(q("lock_org"), {"org": writes[0].org})
+        gathered = gather_batch(conn, writes, embeddings, k=k, ef_search=ef_search)
+        for write, vec, g in zip(writes, embeddings, gathered):
+            started = time.perf_counter()
+            try:
+                with conn.transaction():  # a savepoint: one failing write does not undo its job-mates
+                    row = conn.execute(q("lock_write"), {"org": write.org, "id": write.id}).fetchone()
+                    if row is None or row["status"] != "pending":
+                        stats.skipped += 1
+                        continue
+                    g = catch_up(write, vec, g, placed) or gather_batch(conn, [write], vec[None, :], k=k,
+                                                                          ef_search=ef_search)[0]
+                    cands = g.cands
+                    decision = decide(write, cands, validator, near_similarity=near_similarity)
+                    stats.validator_calls += int(decision.called)
+                    placement, plan = apply_planned(conn, write, vec, decision, cands, g.key_rows, row["now"])
+            except Exception as exc:
+                if is_connection_loss(exc):
+                    raise
+                failed[write.id] = exc
+                continue
+            metrics.placement_done(decision.kind, decision.validator, time.perf_counter() - started)
+            if plan is None:
+                stats.duplicates += 1
+                continue
+            stats.placed += 1
+            node = None if plan.state != "live" else Candidate(
+                id=placement.memory_id, content=write.content, similarity=1.0, valid_from=write.valid_from,
+                valid_to=plan.valid_to, parent_id=plan.parent_id, root_id=plan.root_id, depth=plan.depth, version=1,
+                subject=plan.subject, relation=plan.relation, value=plan.value)
+            placed.append(Placed(vec, node, (plan.subject, plan.relation),
+                                 frozenset(r.memory_id for r in plan.revisions)))
+    return failed
+
+
+@dataclass(frozen=True)
 class NodePlan:
     """Where a decision puts a write's new node, and which versions it revises (nothing written yet)."""
 
@@ -211,6 +356,13 @@ def apply_decision(conn: psycopg.Connection, write: IncomingWrite, embedding: np
                    cands: Sequence[Candidate], key_rows: Sequence[dict[str, Any]], now, *,
                    replay_id: uuid.UUID | None = None) -> Placement:
     """Write the decision's consequences. Runs inside the caller's transaction."""
+    return apply_planned(conn, write, embedding, decision, cands, key_rows, now, replay_id=replay_id)[0]
+
+
+def apply_planned(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, decision: Decision,
+                  cands: Sequence[Candidate], key_rows: Sequence[dict[str, Any]], now, *,
+                  replay_id: uuid.UUID | None = None) -> tuple[Placement, NodePlan | None]:
+    """`apply_decision`, also returning the node's plan (None for a duplicate)."""
     org = write.org
     decision_id = uuid.uuid4()
     target_id = decision.target_id if decision.kind != "new_branch" else None
@@ -220,7 +372,7 @@ def apply_decision(conn: psycopg.Connection, write: IncomingWrite, embedding: np
         _log_decision(conn, org, decision_id, decision, write.id, target_id, target_id, now, replay_id, {})
         conn.execute(q("settle_write"), {"org": org, "id": write.id, "status": "duplicate",
                                          "memory_id": target_id, "decision_id": decision_id, "now": now})
-        return _placement(write, decision, target_id, target_id, decision_id, False)
+        return _placement(write, decision, target_id, target_id, decision_id, False), None
 
     memory_id = uuid.uuid4()
     plan = plan_node(conn, write, embedding, decision, cands, key_rows, memory_id)
@@ -237,7 +389,8 @@ def apply_decision(conn: psycopg.Connection, write: IncomingWrite, embedding: np
     write_revisions(conn, org, plan.revisions, decision_id, now)
     conn.execute(q("settle_write"), {"org": org, "id": write.id, "status": "placed", "memory_id": memory_id,
                                      "decision_id": decision_id, "now": now})
-    return _placement(write, decision, memory_id, target_id, decision_id, bool(plan.details.get("out_of_order")))
+    return _placement(write, decision, memory_id, target_id, decision_id,
+                      bool(plan.details.get("out_of_order"))), plan
 
 
 def _log_decision(conn, org, decision_id, d: Decision, write_id, memory_id, target_id, now, replay_id,

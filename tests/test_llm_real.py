@@ -4,8 +4,9 @@ Qwen2.5-Coder-1.5B-Instruct (Q4_K_M) served by llama.cpp's `llama-server`, both 
 `python scripts/local_llm.py prepare` into ~/.cache/fabric-llm (or $FABRIC_LLM_CACHE).
 Run with:  FABRIC_TEST_LLM=1 pytest -m llm tests/test_llm_real.py -s
 
-It asserts schema-valid output, the client plumbing and an accuracy threshold on the fixed
-labelled set (tests/data/placement_pairs.jsonl), never exact labels on arbitrary text."""
+It asserts schema-valid output, the client plumbing and accuracy thresholds on the fixed labelled
+sets (tests/data/placement_pairs.jsonl and the rephrased placement_pairs_v2.jsonl, whose "holdout"
+split no prompt work looked at), never exact labels on arbitrary text."""
 
 from __future__ import annotations
 
@@ -34,11 +35,13 @@ pytestmark = [
                        reason="model or llama-server missing: run `python scripts/local_llm.py prepare`"),
 ]
 
-# The floor the real model must reach on the labelled set, through the placement path (pre-gates on).
-# Measured on a busy 2-core machine: 43/49 = 87.8% with the current prompt (7 few-shot turns;
-# 40/49 with 5), against 41/49 = 83.7% for the rule validator in the same run. Kept below the
-# measured figure so that a real prompt regression fails, not a single flipped pair.
-MIN_ACCURACY = 0.75
+# The floor the real model must reach on each labelled set, through the placement path (pre-gates on).
+# First set, previous prompt (7 few-shot turns), measured on a busy 2-core machine: 43/49 = 87.8%,
+# rules 41/49 in the same run. The issue-10 prompt (restatement rules, trap examples) and the v2
+# set were not measured against the real model yet (the llama-server build did not finish on the
+# shared machine): the floors below are the goal's lower bound, to be raised to just under the
+# first measured figure so that a real prompt regression fails, not a single flipped pair.
+MIN_ACCURACY = {"placement_pairs.jsonl": 0.75, "placement_pairs_v2.jsonl": 0.75}
 
 
 @pytest.fixture(scope="module")
@@ -89,20 +92,26 @@ def test_a_decision_through_the_validator(llm_url):
     assert v.stats.snapshot()["failures"] == 0
 
 
-@pytest.mark.timeout(3600)  # ~40 model calls: minutes on a busy 2-core machine
-def test_accuracy_on_the_labelled_set(llm_url, capsys):
-    from fabric.bench.validators import bench
+@pytest.mark.timeout(7200)  # ~160 model calls: many minutes on a busy 2-core machine
+def test_accuracy_on_the_labelled_sets(llm_url, capsys):
+    from fabric.bench.validators import bench_sets
 
-    r = bench(settings=settings_for(llm_url))
-    rule, llm = r["runs"]
+    result = bench_sets(settings=settings_for(llm_url), use_llm=True)
     with capsys.disabled():
-        for run in (rule, llm):
-            per = ", ".join(f"{k} {v['correct']}/{v['n']}" for k, v in run["per_kind"].items())
-            print(f"\n{run['validator']}: {run['correct']}/{run['pairs']} = {run['accuracy']:.1%} ({per}); "
-                  f"calls {run['validator_calls']}, p50 {run['latency_ms_p50'] or 0:.0f} ms, "
-                  f"tokens {run['prompt_tokens']}/{run['completion_tokens']}, errors {run['errors']}")
-        print("llm misses:", [(m["id"], m["predicted"]) for m in llm["misses"]])
-        print("llm confusion:", llm["confusion"])
-    assert llm["errors"] == 0, "every answer was schema-valid with a known target (after re-asks)"
-    assert llm["validator_calls"] == r["pairs"] - llm["pregated"]
-    assert llm["accuracy"] >= MIN_ACCURACY
+        for one in result["sets"]:
+            for run in one["runs"]:
+                per = ", ".join(f"{k} {v['correct']}/{v['n']}" for k, v in run["per_kind"].items())
+                splits = "; ".join(f"{sp} {x['correct']}/{x['pairs']}" for sp, x in run["splits"].items())
+                print(f"\n{one['set']} {run['validator']}: {run['correct']}/{run['pairs']} = {run['accuracy']:.1%} "
+                      f"({per}) [{splits}]; wrong invalidations {run['wrong_invalidations']}/{run['unrelated']}; "
+                      f"calls {run['validator_calls']}, p50 {run['latency_ms_p50'] or 0:.0f} ms, "
+                      f"tokens {run['prompt_tokens']}/{run['completion_tokens']}, errors {run['errors']}")
+            print(one["set"], "llm misses:", [(m["id"], m["predicted"]) for m in one["runs"][-1]["misses"]])
+    for one in result["sets"]:
+        rule, llm = one["runs"]
+        assert llm["errors"] == 0, "every answer was schema-valid with a known target (after re-asks)"
+        assert llm["validator_calls"] == one["pairs"] - llm["pregated"]
+        floor = MIN_ACCURACY[one["set"]]
+        assert llm["accuracy"] >= floor, f"{one['set']}: {llm['accuracy']:.1%} < {floor:.0%}"
+        # The goal on false invalidations: at most 1 in 50 unrelated facts.
+        assert llm["wrong_invalidations"] * 50 <= max(llm["unrelated"], 50), llm["wrong_invalidations"]

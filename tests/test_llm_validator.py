@@ -85,6 +85,43 @@ def test_a_keyed_write_keeps_its_own_key(openai_stub):
     assert "acme / ceo = Alice" in user and "acme / ceo = Bob" in user
 
 
+def test_an_unsure_invalidation_is_not_applied(openai_stub):
+    """A fork below the confidence floor, about a name twin or a sister company, or that names a value
+    the target already holds becomes a new branch; a duplicate about another name is kept too."""
+    cases = [
+        ("Tomasz Wren lives in Gdansk.", "Tomasz Reyes lives in Krakow.",
+         answer("contradiction_fork", "m1", subject="Tomasz Reyes", relation="home_city", value="Krakow"), "reyes"),
+        ("Halden Energy is headquartered in Oslo.", "Halden Energy Services is headquartered in Bergen.",
+         answer("contradiction_fork", "m1", subject="Halden Energy Services", relation="hq", value="Bergen"),
+         "services"),
+        ("The standup is at 9am.", "The standup is at 10am.",
+         answer("contradiction_fork", "m1", subject="standup", relation="time", value="10am", confidence=0.4),
+         "confidence 0.40"),
+        ("Pell & Thorne's account manager is Iris Quade.", "Pell & Thorne's support engineer is Iris Quade.",
+         answer("contradiction_fork", "m1", subject="Pell & Thorne", relation="support_engineer", value="Iris Quade"),
+         "already in the target"),
+        ("Ravi Shah works at Orbital Paints.", "Ravi Shankar works at Orbital Paints.",
+         answer("duplicate", "m1", subject="Ravi Shankar", relation="employer", value="Orbital Paints"), "shankar"),
+    ]
+    for existing, new, scripted, why in cases:
+        openai_stub.script(scripted)
+        d = validator(openai_stub).decide(incoming(new), [cand(existing)])
+        assert (d.kind, d.target_id) == ("new_branch", None), new
+        assert d.reason.startswith(f"{scripted['kind']} not applied") and why in d.reason, d.reason
+    # A sure correction of the same subject in other words is applied.
+    old = cand("Ingmar Falk is the chief executive of Brenna Labs.")
+    openai_stub.script(answer("contradiction_fork", "m1", subject="Brenna Labs", relation="ceo",
+                              value="Odile Marchetti", confidence=0.9))
+    d = validator(openai_stub).decide(incoming("Brenna Labs is led by CEO Odile Marchetti."), [old])
+    assert (d.kind, d.target_id) == ("contradiction_fork", old.id)
+    # The floor is a setting of the validator.
+    openai_stub.script(answer("contradiction_fork", "m1", subject="standup", relation="time", value="10am",
+                              confidence=0.4))
+    old = cand("The standup is at 9am.")
+    d = validator(openai_stub, min_fork_confidence=0.3).decide(incoming("The standup is at 10am."), [old])
+    assert (d.kind, d.target_id) == ("contradiction_fork", old.id)
+
+
 def test_malformed_json_is_reasked_then_answered(openai_stub):
     old = cand("The office is in Leeds.")
     openai_stub.script('{"kind": "duplicate", "target": ', answer("duplicate", "m1"))
@@ -432,8 +469,36 @@ def test_bench_command_runs(monkeypatch):
     res = runner.invoke(app, ["bench", "validators", "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
-    assert [r["validator"] for r in out["runs"]] == ["rule"] and out["llm_configured"] is False
-    res = runner.invoke(app, ["bench", "validators"])
+    assert out["llm_configured"] is False
+    assert [s["set"] for s in out["sets"]] == ["placement_pairs_v2.jsonl", "placement_pairs.jsonl"]
+    assert all([r["validator"] for r in s["runs"]] == ["rule"] for s in out["sets"])
+    res = runner.invoke(app, ["bench", "validators", "--split", "tune"])
     assert res.exit_code == 0 and "overall" in res.stdout and "confusion" in res.stdout
+    assert "placement_pairs_v2.jsonl" in res.stdout and "placement_pairs.jsonl:" not in res.stdout
+    assert "wrongly invalidated" in res.stdout
     res = runner.invoke(app, ["bench", "validators", "--llm"])
     assert res.exit_code == 2
+    res = runner.invoke(app, ["bench", "validators", "--split", "train"])
+    assert res.exit_code == 2 and "split" in res.output
+
+
+def test_the_rephrased_set_is_scored_per_split_with_wrong_invalidations():
+    from fabric.bench.validators import REPHRASED_PAIRS, bench, load_pairs
+
+    pairs = load_pairs(REPHRASED_PAIRS)
+    assert len(pairs) >= 120 and len({p.id for p in pairs}) == len(pairs)
+    assert sum(p.label == "new_branch" for p in pairs) >= 50
+    tune = sum(p.split == "tune" for p in pairs)
+    assert {p.split for p in pairs} == {"tune", "holdout"} and 0.35 <= tune / len(pairs) <= 0.45
+    r = bench(settings=Settings(validator="rule"), use_llm=False, pairs_path=REPHRASED_PAIRS)
+    (rule,) = r["runs"]
+    assert r["set"] == "placement_pairs_v2.jsonl" and rule["pairs"] == len(pairs)
+    tune_s, hold_s = rule["splits"]["tune"], rule["splits"]["holdout"]
+    assert tune_s["pairs"] + hold_s["pairs"] == rule["pairs"] and tune_s["pairs"] == tune
+    assert tune_s["correct"] + hold_s["correct"] == rule["correct"]
+    invalidated = [m for m in rule["misses"] if m["label"] == "new_branch" and m["predicted"] == "contradiction_fork"]
+    assert rule["unrelated"] == sum(p.label == "new_branch" for p in pairs)
+    assert rule["wrong_invalidations"] == len(invalidated)
+    assert rule["wrong_invalidations_per_50"] == pytest.approx(50 * len(invalidated) / rule["unrelated"])
+    only_tune = bench(settings=Settings(validator="rule"), use_llm=False, pairs_path=REPHRASED_PAIRS, split="tune")
+    assert only_tune["pairs"] == tune and only_tune["runs"][0]["correct"] == tune_s["correct"]

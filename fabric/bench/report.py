@@ -46,28 +46,38 @@ def _cell(row: dict[str, Any] | None) -> str:
     return f"{pct(row['accuracy'])} ({row['correct']}/{row['queries']})"
 
 
+def _kind_rows(results: dict[str, Any]) -> tuple[dict[tuple[str, str], dict[str, Any]], list[tuple[str, str]]]:
+    """by_kind rows keyed by (backend, row label), and the row labels in order: each kind, same-template
+    first, then its rephrased cases ("kind ~r"); results without phrasings keep plain kind labels."""
+    def label(r: dict[str, Any]) -> str:
+        return r["kind"] + (" ~r" if r.get("phrasing") == "rephrased" else "")
+
+    idx = {(r["backend"], label(r)): r for r in results["by_kind"]}
+    order = [(k, k + suffix) for suffix in ("", " ~r") for k in results["kinds"]
+             if any(lab == k + suffix for _, lab in idx)]
+    return idx, order
+
+
 def kind_grid(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """Accuracy by kind x backend, as header + rows of strings."""
+    """Accuracy by kind x backend, as header + rows of strings ("~r": rephrased cases)."""
     backends = results["backends"]
-    idx = {(r["backend"], r["kind"]): r for r in results["by_kind"]}
+    idx, order = _kind_rows(results)
     rows = []
-    for kind in results["kinds"]:
-        if not any((b, kind) in idx for b in backends):
-            continue
+    for kind, lab in order:
         mark = " *" if kind in results.get("must_kinds", ()) else ""
-        rows.append([kind + mark] + [_cell(idx.get((b, kind))) for b in backends])
+        rows.append([kind + mark + lab[len(kind):]] + [_cell(idx.get((b, lab))) for b in backends])
     return ["kind"] + list(backends), rows
 
 
 def failure_grid(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """Stale facts returned as current, wrong-epoch answers and loop escalations by kind x backend."""
     backends = results["backends"]
-    idx = {(r["backend"], r["kind"]): r for r in results["by_kind"]}
+    idx, order = _kind_rows(results)
     rows = []
-    for kind in results["kinds"]:
+    for kind, lab in order:
         cells = []
         for b in backends:
-            r = idx.get((b, kind))
+            r = idx.get((b, lab))
             if r is None:
                 cells.append("—")
                 continue
@@ -82,7 +92,7 @@ def failure_grid(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                 parts.append(f"consistent {pct(r['consistency'])}")
             cells.append(" · ".join(parts) or "—")
         if any(c != "—" for c in cells):
-            rows.append([kind] + cells)
+            rows.append([lab] + cells)
     return ["kind"] + list(backends), rows
 
 
@@ -116,16 +126,34 @@ def behaviour_grid(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]
     return ["seed 001 behaviour", "kinds"] + list(backends), rows
 
 
-GRIDS = (("Accuracy by kind (* = fabric must be 100%)", kind_grid),
+def conversation_grid(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The conversational stream (fabric-text): distinct facts wrongly collapsed. No rows when not run."""
+    c = results.get("conversation")
+    if not c:
+        return ["conversational stream", "fabric-text"], []
+    return ["conversational stream", "fabric-text"], [
+        ["distinct facts (turns)", str(c["turns"])],
+        ["wrongly collapsed (target <= 1%)", f"{c['collapsed']} ({pct(c['collapsed_share'], 1)})"],
+        ["  refused as duplicates", str(c["duplicates"])],
+        ["  superseded by a later turn", str(c["superseded"])],
+        ["decisions", ", ".join(f"{k} {v}" for k, v in c["decisions"].items())],
+        ["validator calls / write", f"{c['validator_calls_per_write']:.2f}"],
+    ]
+
+
+GRIDS = (("Accuracy by kind (* = fabric must be 100%; ~r = rephrased cases)", kind_grid),
          ("Failures by kind", failure_grid),
          ("By backend", backend_grid),
-         ("Seed 001's five behaviours", behaviour_grid))
+         ("Seed 001's five behaviours", behaviour_grid),
+         ("Conversational stream (each turn a distinct fact)", conversation_grid))
 
 
 def tables(results: dict[str, Any]) -> list[Table]:
     out = []
     for title, grid in GRIDS:
         header, rows = grid(results)
+        if not rows:
+            continue
         t = Table(title=title, title_justify="left")
         for i, h in enumerate(header):
             left = i == 0 or h == "kinds"
@@ -140,10 +168,13 @@ def markdown(results: dict[str, Any], command: str | None = None) -> str:
     lines = [f"# fabric bench temporal — run {results['run_id']}", ""]
     if command:
         lines += [f"`{command}`", ""]
-    lines += [f"seed {results['seed']}, {results['cases_per_kind']} cases per kind, top-k {results['top_k']}, "
+    per = " and phrasing" if len(results.get("phrasings", ())) > 1 else ""
+    lines += [f"seed {results['seed']}, {results['cases_per_kind']} cases per kind{per}, top-k {results['top_k']}, "
               f"embedder {results['embedder']}, {results['elapsed_s']:.0f} s", ""]
     for title, grid in GRIDS:
         header, rows = grid(results)
+        if not rows:
+            continue
         align = ["---" if i == 0 or h == "kinds" else "---:" for i, h in enumerate(header)]
         lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -163,19 +194,20 @@ def write_chart(results: dict[str, Any], path: Path) -> Path | None:
     except ImportError:
         return None
     backends: Sequence[str] = results["backends"]
-    idx = {(r["backend"], r["kind"]): r for r in results["by_kind"]}
-    kinds = [k for k in results["kinds"] if any((b, k) in idx for b in backends)]
+    idx, order = _kind_rows(results)
+    kinds = [lab for _, lab in order]
     width = 0.8 / max(len(backends), 1)
-    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(kinds)), 4.6), dpi=120)
+    fig, ax = plt.subplots(figsize=(max(8, 0.8 * len(kinds)), 4.8), dpi=120)
     for i, b in enumerate(backends):
         xs = [k + (i - (len(backends) - 1) / 2) * width for k in range(len(kinds))]
         ys = [100 * (idx[(b, k)]["accuracy"] or 0) if (b, k) in idx else 0 for k in kinds]
         ax.bar(xs, ys, width=width * 0.95, label=b)
-    ax.set_xticks(range(len(kinds)), [k.replace("_", "-") for k in kinds], rotation=20)
+    ax.set_xticks(range(len(kinds)), [k.replace("_", "-") for k in kinds], rotation=35, ha="right")
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 105)
     ax.set_title(f"fabric bench temporal — accuracy by kind and backend (seed {results['seed']}, "
-                 f"{results['cases_per_kind']} cases per kind)", fontsize=10)
+                 f"{results['cases_per_kind']} cases per kind"
+                 f"{' and phrasing; ~r = rephrased' if len(results.get('phrasings', ())) > 1 else ''})", fontsize=10)
     ax.legend(loc="lower left", fontsize=8, ncols=len(backends))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()

@@ -19,10 +19,21 @@ Cases (generated from a seed; each case runs in its own org / store):
   multi_hop     the city of the headquarters of the company a person worked for at T: both hops
                 must come from the same epoch
 
+Every kind comes in two phrasings. SAME-TEMPLATE cases write every version of a fact in one
+template (only the value changes). REPHRASED cases write each version in another of the
+relation's rephrasings, the way people restate facts: subject and value in other positions,
+passive voice, synonyms of the relation, numbers in words or digits (eight relations, at least
+four rephrasings each). Both are reported separately.
+
 Anti-cheat (seed 000), checked in code by `check_anti_cheat`: every version is written as if
-currently true, in the same template as the other versions, with no recency words and no dates;
-only timestamps tell versions apart. Every org also holds facts of the same relation about other
-subjects. Five relations, three phrasings each.
+currently true, with no recency words and no dates; only timestamps tell versions apart.
+Same-template versions share one template; rephrased versions never do. Every org also holds
+facts of the same relation about other subjects.
+
+The CONVERSATIONAL STREAM (`conversation`): one org, many turns about the same few people,
+companies and projects, each turn a distinct fact (many multi-valued: places visited, languages,
+offices opened). Nothing in it should be a duplicate or a correction; the share of turns recorded
+as duplicates or superseded is the "collapsed" figure (target at most 1%).
 
 Backends (same embedding model, same questions):
   fabric-keys   fabric, writes carry subject/relation/value
@@ -78,7 +89,9 @@ BEHAVIOURS: tuple[tuple[str, tuple[str, ...], str], ...] = (
      "every hop of a chain comes from the same epoch"),
 )
 ALL_BACKENDS: tuple[str, ...] = ("fabric-keys", "fabric-text", "pgvector", "chroma")
-CASES_FULL, CASES_QUICK = 20, 4
+PHRASINGS: tuple[str, ...] = ("same", "rephrased")
+CASES_FULL, CASES_QUICK = 20, 3
+TURNS_FULL, TURNS_QUICK = 150, 40
 DISTRACTORS_FULL, DISTRACTORS_QUICK = 3, 2
 TOP_K = 5
 MAX_RETRIES = 2
@@ -96,34 +109,49 @@ class BenchmarkError(FabricError):
 class Relation:
     name: str
     subject_pool: str          # person | company
-    value_pool: str            # company | city | person
-    templates: tuple[str, ...]
+    value_pool: str            # company | city | person | plan | film | headcount
+    templates: tuple[str, ...]     # same-template cases: one of these for every version
+    rephrasings: tuple[str, ...]   # rephrased cases: each version in another one; {vw}: a number in words
     questions: tuple[str, ...]
     detail: str                # appended to a statement (before its full stop) to refine it; {x}
     detail_words: tuple[str, ...]
     detail_question: str
 
+    def say(self, template: str, subject: str, value: str) -> str:
+        text = template.format(s=subject, v=value, vw=number_words(int(value)) if value.isdigit() else value)
+        return re.sub(r"(?<=s)'s\b", "'", text)  # "Redfern Instruments' CEO", as people write it
 
+
+# Written as people restate facts, not in the shape of any validator: the subject or the value
+# leads, active or passive, other verbs for the same relation, numbers in digits or in words.
 RELATIONS: tuple[Relation, ...] = (
     Relation("employer", "person", "company",
              ("{s} works at {v}.", "{s} is employed by {v}.", "{s} has a job at {v}."),
+             ("{s} works at {v}.", "{v} employs {s}.", "{s}'s employer is {v}.",
+              "{s} is on the payroll of {v}.", "Ask anyone at {v}: {s} works there."),
              ("Where does {s} work?", "Which company employs {s}?"),
              " as a {x} engineer", ("data", "platform", "security", "firmware", "reliability", "compiler"),
              "What kind of engineer is {s} at {v}?"),
     Relation("home_city", "person", "city",
              ("{s} lives in {v}.", "{s} resides in {v}.", "{s} has a home in {v}."),
+             ("{s} lives in {v}.", "Home for {s} is {v}.", "{v} is where {s} lives.", "{s} resides in {v}.",
+              "The city {s} calls home is {v}."),
              ("Where does {s} live?", "Which city does {s} live in?"),
              " in a flat near the {x}", ("cathedral", "river port", "botanical garden", "main station",
                                          "university", "fish market"),
              "What is the home of {s} in {v} near?"),
     Relation("manager", "person", "person",
              ("{s} reports to {v}.", "{s}'s manager is {v}.", "{s} is managed by {v}."),
+             ("{s} reports to {v}.", "{v} is the manager of {s}.", "{s} is managed by {v}.", "{v} manages {s}.",
+              "The person {s} reports to is {v}."),
              ("Who is {s}'s manager?", "Who does {s} report to?"),
              " on the {x} team", ("payments", "search", "billing", "mobile", "analytics", "logistics"),
              "Which team is {s} on under {v}?"),
     Relation("ceo", "company", "person",
              ("The chief executive of {s} is {v}.", "{s} is led by chief executive {v}.",
               "{s} has {v} as its CEO."),
+             ("The chief executive of {s} is {v}.", "{v} is the CEO of {s}.", "{s} is led by chief executive {v}.",
+              "{v} runs {s} as its chief executive.", "{s}'s top job, CEO, is held by {v}."),
              ("Who is the CEO of {s}?", "Who runs {s} as chief executive?"),
              ", who also chairs the {x} committee", ("audit", "risk", "ethics", "strategy", "safety",
                                                      "nominations"),
@@ -131,10 +159,35 @@ RELATIONS: tuple[Relation, ...] = (
     Relation("headquarters", "company", "city",
              ("{s} has its headquarters in {v}.", "{s} is headquartered in {v}.",
               "The head office of {s} is in {v}."),
+             ("{s} is headquartered in {v}.", "{v} is home to the headquarters of {s}.",
+              "The head office of {s} is in {v}.", "{s} runs its business from a head office in {v}."),
              ("Where is {s} headquartered?", "In which city is the head office of {s}?"),
              " in an office tower by the {x}", ("harbour", "railway station", "river", "airport",
                                                 "cathedral square", "ring road"),
              "Which landmark is the head office of {s} in {v} beside?"),
+    Relation("billing_plan", "company", "plan",
+             ("{s} is on the {v} plan.", "{s} subscribes to the {v} plan.", "{s} pays for the {v} plan."),
+             ("{s} is on the {v} plan.", "The billing plan of {s} is {v}.", "{v} is the plan {s} pays for.",
+              "{s} subscribes to our {v} tier.", "Billing for {s} runs on the {v} plan."),
+             ("Which plan is {s} on?", "What billing plan does {s} have?"),
+             " with {x} seats", ("twenty", "forty", "sixty", "eighty", "ninety", "thirty"),
+             "How many seats does {s} have on the {v} plan?"),
+    Relation("favourite_film", "person", "film",
+             ("The favourite film of {s} is {v}.", "{s}'s favourite film is {v}.",
+              "{s} names {v} as a favourite film."),
+             ("The favourite film of {s} is {v}.", "{s} loves {v} more than any other film.",
+              "{v} is {s}'s favourite movie.", "Of all films, {s} likes {v} best."),
+             ("What is {s}'s favourite film?", "Which film does {s} like best?"),
+             ", for its {x}", ("soundtrack", "camera work", "ending", "dialogue", "lead actor", "score"),
+             "What does {s} like about {v}?"),
+    Relation("headcount", "company", "headcount",
+             ("{s} has {v} employees.", "{s} employs {v} people.", "The staff of {s} numbers {v}."),
+             ("{s} has {v} employees.", "{s} employs {vw} people.", "{v} people work at {s}.",
+              "The staff of {s} numbers {vw}.", "Headcount at {s}: {v}."),
+             ("How many employees does {s} have?", "How many people work at {s}?"),
+             ", most of them in {x}", ("engineering", "sales", "support", "manufacturing", "research",
+                                       "operations"),
+             "Where do most of the people at {s} work?"),
 )
 REL = {r.name: r for r in RELATIONS}
 
@@ -163,7 +216,30 @@ CITIES = ("Lyon", "Porto", "Tallinn", "Ghent", "Bergen", "Kraków", "Valencia", 
           "Trieste", "Coimbra", "Montpellier", "Zaragoza", "Eindhoven", "Uppsala", "Innsbruck", "Poznań",
           "Plovdiv", "Debrecen")
 
+PLANS = ("Starter", "Growth", "Scale", "Enterprise", "Premium", "Team", "Business", "Pro", "Essentials",
+         "Ultimate", "Basic", "Plus")
+FILMS = ("Paper Harbour", "Copper Skies", "The Salt Road", "Winter Orchard", "Glass Lanterns", "The Quiet Ferry",
+         "Northern Tide", "A House of Kites", "Blue Quarry", "The Ninth Bell", "Cinder Garden", "Silver Marsh",
+         "The Long Meadow", "Paper Moons")
+HEADCOUNTS = tuple(str(n) for n in range(120, 990, 35))
+
 EPOCH = datetime(2012, 1, 1, tzinfo=timezone.utc)
+
+_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+         "sixteen seventeen eighteen nineteen").split()
+_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
+def number_words(n: int) -> str:
+    """0..999 in words, as people write them ("three hundred and forty-five")."""
+    if not 0 <= n <= 999:
+        raise ValueError(f"{n} is outside 0..999")
+    if n < 20:
+        return _ONES[n]
+    if n < 100:
+        return _TENS[n // 10] + ("-" + _ONES[n % 10] if n % 10 else "")
+    rest = n % 100
+    return _ONES[n // 100] + " hundred" + (" and " + number_words(rest) if rest else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,12 +286,13 @@ class Case:
     retractions: dict[int, list[str]] = field(default_factory=dict)  # phase -> fids retracted then
     queries: list[Query] = field(default_factory=list)
     subjects: tuple[str, ...] = ()                                   # the case's own subjects
+    phrasing: str = "same"                                           # same | rephrased
 
     def write_order(self) -> list[str]:
         return [fid for p in sorted(self.phases) for fid in self.phases[p]]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cid": self.cid, "kind": self.kind, "subjects": list(self.subjects),
+        return {"cid": self.cid, "kind": self.kind, "phrasing": self.phrasing, "subjects": list(self.subjects),
                 "facts": [{"fid": f.fid, "subject": f.subject, "relation": f.relation, "value": f.value,
                            "text": f.text, "valid_from": f.valid_from.isoformat(), "role": f.role}
                           for f in self.facts.values()],
@@ -235,6 +312,7 @@ class _Names:
         self.last: set[str] = set()
         self.companies: set[str] = set()
         self.cities: set[str] = set()
+        self.used: set[str] = set()
 
     def person(self) -> str:
         first = self.rng.choice([f for f in FIRST if f not in self.first])
@@ -253,25 +331,40 @@ class _Names:
         self.cities.add(c)
         return c
 
+    def pick(self, pool: Sequence[str]) -> str:
+        x = self.rng.choice([x for x in pool if x not in self.used])
+        self.used.add(x)
+        return x
+
     def of(self, pool: str) -> str:
+        if pool in ("plan", "film", "headcount"):
+            return self.pick({"plan": PLANS, "film": FILMS, "headcount": HEADCOUNTS}[pool])
         return {"person": self.person, "company": self.company, "city": self.city}[pool]()
 
 
 class _Builder:
     """Builds one case: facts placed in phases, retractions, queries."""
 
-    def __init__(self, cid: str, kind: str, rng: random.Random, distractors: int = 3):
-        self.case = Case(cid, kind)
+    def __init__(self, cid: str, kind: str, rng: random.Random, distractors: int = 3, phrasing: str = "same"):
+        self.case = Case(cid, kind, phrasing=phrasing)
         self.rng = rng
         self.n_distractors = distractors
+        self.rephrased = phrasing == "rephrased"
         self.names = _Names(rng)
         self.n = 0
+
+    def templates(self, rel: Relation) -> tuple[str, ...]:
+        return rel.rephrasings if self.rephrased else rel.templates
+
+    def other_template(self, rel: Relation, *not_these: int) -> int:
+        """Another template of the case's pool (rephrased cases: a version never repeats a style)."""
+        return self.rng.choice([t for t in range(len(self.templates(rel))) if t not in not_these])
 
     def fact(self, phase: int, rel: Relation, subject: str, value: str, valid_from: datetime, role: str,
              template: int, text: str | None = None) -> Fact:
         self.n += 1
         f = Fact(f"{self.case.cid}.f{self.n}", subject, rel.name, value,
-                 text or rel.templates[template].format(s=subject, v=value), valid_from, role, template)
+                 text or rel.say(self.templates(rel)[template], subject, value), valid_from, role, template)
         self.case.facts[f.fid] = f
         self.case.phases.setdefault(phase, []).append(f.fid)
         return f
@@ -283,7 +376,7 @@ class _Builder:
         for _ in range(count):
             when = before - timedelta(days=self.rng.randint(30, 400))
             self.fact(1, rel, self.names.of(rel.subject_pool), self.names.of(rel.value_pool), when, "distractor",
-                      self.rng.randrange(len(rel.templates)))
+                      self.rng.randrange(len(self.templates(rel))))
 
     def versions(self, rel: Relation, subject: str, count: int, start: datetime, template: int,
                  phases: Sequence[int]) -> list[Fact]:
@@ -291,7 +384,11 @@ class _Builder:
         times = [start]
         for _ in range(count - 1):
             times.append(times[-1] + timedelta(days=self.rng.randint(200, 700)))
-        return [self.fact(p, rel, subject, v, t, "version", template) for v, t, p in zip(values, times, phases)]
+        styles = [template] * count
+        if self.rephrased:  # each version in another style, starting from `template`
+            styles = [template] + self.rng.sample([t for t in range(len(rel.rephrasings)) if t != template], count - 1)
+        return [self.fact(p, rel, subject, v, t, "version", st)
+                for v, t, p, st in zip(values, times, phases, styles)]
 
     def query(self, text: str, subject: str, relation: str, **kw: Any) -> Query:
         q = Query(f"{self.case.cid}.q{len(self.case.queries) + 1}", text, subject, relation, **kw)
@@ -304,9 +401,10 @@ def _mid(a: datetime, b: datetime) -> datetime:
 
 
 def generate(seed: int = 0, per_kind: int = CASES_FULL, kinds: Sequence[str] = KINDS, *,
-             distractors: int = 3) -> list[Case]:
+             distractors: int = 3, phrasings: Sequence[str] = PHRASINGS) -> list[Case]:
     """The benchmark's cases, reproducible from `seed` (and the counts). Checked against the anti-cheat
-    rules. `distractors`: facts of each case relation about other subjects in every org (at least 2)."""
+    rules. `distractors`: facts of each case relation about other subjects in every org (at least 2).
+    `phrasings`: same (one template per fact) and/or rephrased (each version in another style)."""
     if not isinstance(per_kind, int) or per_kind < 1:
         raise ValidationError("per_kind", "must be a positive integer")
     if not isinstance(distractors, int) or distractors < 2:
@@ -314,13 +412,18 @@ def generate(seed: int = 0, per_kind: int = CASES_FULL, kinds: Sequence[str] = K
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         raise ValidationError("kinds", f"unknown kind {unknown[0]!r}; kinds are {', '.join(KINDS)}")
+    if not phrasings or any(p not in PHRASINGS for p in phrasings):
+        raise ValidationError("phrasings", f"choose from {', '.join(PHRASINGS)}")
     rng = random.Random(seed)
     cases = []
-    for ki, kind in enumerate(kinds):
-        for i in range(per_kind):
-            b = _Builder(f"{kind}-{i:02d}", kind, random.Random(rng.getrandbits(64)), distractors)
-            _BUILD[kind](b, i, RELATIONS[(i + ki) % len(RELATIONS)])
-            cases.append(b.case)
+    for phrasing in phrasings:
+        for ki, kind in enumerate(kinds):
+            for i in range(per_kind):
+                cid = f"{kind}-{i:02d}" if phrasing == "same" else f"{kind}-r{i:02d}"
+                b = _Builder(cid, kind, random.Random(rng.getrandbits(64)), distractors, phrasing)
+                # rephrased cases start one relation further on, so together they cover all eight
+                _BUILD[kind](b, i, RELATIONS[(i + ki + (phrasing == "rephrased") * 4) % len(RELATIONS)])
+                cases.append(b.case)
     check_anti_cheat(cases)
     return cases
 
@@ -334,7 +437,7 @@ def _single(b: _Builder, rel: Relation) -> tuple[str, int, datetime]:
     b.case.subjects = (subject,)
     t0 = _start(b)
     b.distractors(rel, b.n_distractors, t0)
-    return subject, b.rng.randrange(len(rel.templates)), t0
+    return subject, b.rng.randrange(len(b.templates(rel))), t0
 
 
 def _question(b: _Builder, rel: Relation, subject: str) -> str:
@@ -403,16 +506,20 @@ def _build_retraction(b: _Builder, i: int, rel: Relation) -> None:
 def _build_duplicate(b: _Builder, i: int, rel: Relation) -> None:
     s, t, t0 = _single(b, rel)
     (f,) = b.versions(rel, s, 1, t0, t, [1])
-    other = t if i % 2 == 0 else (t + 1 + b.rng.randrange(len(rel.templates) - 1)) % len(rel.templates)
-    b.fact(2, rel, s, f.value, f.valid_from, "repeat", other)  # the same words (even i) or a paraphrase
+    # the same words (even i, same-template cases) or a paraphrase (odd i, and every rephrased case)
+    other = t if i % 2 == 0 and not b.rephrased else b.other_template(rel, t)
+    b.fact(2, rel, s, f.value, f.valid_from, "repeat", other)
     b.query(_question(b, rel, s), s, rel.name, check="duplicate")
 
 
 def _build_refinement(b: _Builder, i: int, rel: Relation) -> None:
     s, t, t0 = _single(b, rel)
     (base,) = b.versions(rel, s, 1, t0, t, [1])
-    detail = base.text[:-1] + rel.detail.format(x=b.rng.choice(rel.detail_words)) + "."
-    d = b.fact(2, rel, s, base.value, base.valid_from, "detail", t, text=detail)
+    # rephrased: the detail restates the fact in another style before adding to it
+    style = b.other_template(rel, t) if b.rephrased else t
+    restated = rel.say(b.templates(rel)[style], s, base.value)
+    detail = restated[:-1] + rel.detail.format(x=b.rng.choice(rel.detail_words)) + "."
+    d = b.fact(2, rel, s, base.value, base.valid_from, "detail", style, text=detail)
     b.query(rel.detail_question.format(s=s, v=base.value), s, rel.name, check="refinement", detail_fid=d.fid,
             base_fid=base.fid)
 
@@ -425,7 +532,9 @@ def _build_multi_hop(b: _Builder, i: int, rel: Relation) -> None:
     t0 = _start(b)
     b.distractors(emp, b.n_distractors, t0)
     b.distractors(hq, b.n_distractors, t0)
-    te, th = b.rng.randrange(3), b.rng.randrange(3)
+    te, th = b.rng.randrange(len(b.templates(emp))), b.rng.randrange(len(b.templates(hq)))
+    # rephrased: the second version of each fact in another style
+    te2, th2 = (b.other_template(emp, te), b.other_template(hq, th)) if b.rephrased else (te, th)
     d = lambda: timedelta(days=b.rng.randint(200, 700))  # noqa: E731
     t1 = t0 + d()
     t2 = t1 + d()
@@ -433,8 +542,8 @@ def _build_multi_hop(b: _Builder, i: int, rel: Relation) -> None:
     b.fact(1, hq, first, b.names.city(), t0, "version", th)
     b.fact(1, hq, second, b.names.city(), t0, "version", th)
     b.fact(1, emp, person, first, t1, "version", te)
-    b.fact(2, hq, first, b.names.city(), t2, "version", th)      # the first company moves
-    b.fact(3, emp, person, second, t3, "version", te)            # the person changes company
+    b.fact(2, hq, first, b.names.city(), t2, "version", th2)     # the first company moves
+    b.fact(3, emp, person, second, t3, "version", te2)           # the person changes company
     at = _mid(t1, t2) if i % 2 == 0 else _mid(t2, t3)
     b.query(_question(b, emp, person), person, emp.name, valid_at=at, check="multi_hop",
             hop2_question=b.rng.choice(hq.questions), hop2_relation=hq.name)
@@ -474,7 +583,8 @@ def check_anti_cheat(cases: Iterable[Case]) -> None:
     """Refuse cases a surface cue could answer (seed 000's rules), naming the case and the text.
 
     - no recency words and no dates in any written text or question;
-    - the versions of one fact share one template: their texts are equal once the value is masked;
+    - same-template cases: the versions of one fact share one template (their texts are equal once
+      the value is masked); rephrased cases: no two versions of one fact share a template;
     - every org also holds at least two facts of a case's relation(s) about other subjects."""
     for c in cases:
         for text in [f.text for f in c.facts.values()] + [q.text for q in c.queries]:
@@ -486,9 +596,13 @@ def check_anti_cheat(cases: Iterable[Case]) -> None:
             if f.role == "version":
                 by_key.setdefault((f.subject, f.relation), []).append(f)
         for (s, r), vs in by_key.items():
-            masked = {v.text.replace(v.value, "{v}") for v in vs}
-            if len(masked) > 1:
-                raise BenchmarkError(f"case {c.cid}: versions of ({s}, {r}) differ in style: {sorted(masked)}")
+            if c.phrasing == "rephrased":
+                if len({v.template for v in vs}) != len(vs):
+                    raise BenchmarkError(f"case {c.cid}: versions of ({s}, {r}) repeat a style in a rephrased case")
+            else:
+                masked = {v.text.replace(v.value, "{v}") for v in vs}
+                if len(masked) > 1:
+                    raise BenchmarkError(f"case {c.cid}: versions of ({s}, {r}) differ in style: {sorted(masked)}")
             if len({normalise(v.value) for v in vs}) != len(vs):
                 raise BenchmarkError(f"case {c.cid}: versions of ({s}, {r}) repeat a value")
         for r in {f.relation for f in c.facts.values() if f.role == "version"}:
@@ -725,8 +839,8 @@ def _loop(backend: Any, case: Case, q: Query, first: list[Hit]) -> dict[str, Any
 def evaluate(backend: Any, case: Case, q: Query) -> dict[str, Any]:
     """Ask one question and score it against the timeline oracle."""
     facts = case.facts
-    rec: dict[str, Any] = {"backend": backend.name, "kind": case.kind, "case": case.cid, "qid": q.qid,
-                           "asked": q.asked, "question": q.text}
+    rec: dict[str, Any] = {"backend": backend.name, "kind": case.kind, "phrasing": case.phrasing, "case": case.cid,
+                           "qid": q.qid, "asked": q.asked, "question": q.text}
 
     def fact_of(h: Hit | None) -> Fact | None:
         return facts.get(h.fid) if h is not None and h.fid is not None else None
@@ -797,21 +911,22 @@ def _percentile(values: Sequence[float], p: float) -> float | None:
 
 
 def summarise(records: Sequence[dict[str, Any]], backends: Sequence[Any]) -> dict[str, Any]:
-    """Per kind x backend, per backend, per behaviour; and fabric's bar."""
-    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    """Per kind x phrasing x backend, per backend, per behaviour; and fabric's bar."""
+    by: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in records:
-        by.setdefault((r["backend"], r["kind"]), []).append(r)
+        by.setdefault((r["backend"], r["kind"], r["phrasing"]), []).append(r)
     rows = []
     for b in backends:
-        for kind in KINDS:
-            rs = by.get((b.name, kind), [])
+        for kind, phrasing in [(k, p) for p in PHRASINGS for k in KINDS]:
+            rs = by.get((b.name, kind, phrasing), [])
             if not rs:
                 continue
             now = [r for r in rs if r["asked"] == "now"]
             asof = [r for r in rs if r["asked"] != "now"]
             loops = [r["loop"] for r in rs if "loop" in r]
             rows.append({
-                "backend": b.name, "kind": kind, "queries": len(rs), "correct": sum(r["correct"] for r in rs),
+                "backend": b.name, "kind": kind, "phrasing": phrasing, "queries": len(rs),
+                "correct": sum(r["correct"] for r in rs),
                 "accuracy": _pct(sum(r["correct"] for r in rs), len(rs)),
                 "now_queries": len(now), "stale": sum(bool(r.get("stale")) for r in now),
                 "stale_rate": _pct(sum(bool(r.get("stale")) for r in now), len(now)),
@@ -862,7 +977,7 @@ def summarise(records: Sequence[dict[str, Any]], backends: Sequence[Any]) -> dic
     for b in backends:
         if not b.name.startswith("fabric"):
             continue
-        failures = [f"{r['kind']}: {r['correct']}/{r['queries']} right" for r in rows
+        failures = [f"{r['kind']} ({r['phrasing']}): {r['correct']}/{r['queries']} right" for r in rows
                     if r["backend"] == b.name and r["kind"] in MUST_KINDS and r["correct"] != r["queries"]]
         pb = per_backend[b.name]
         if pb["stale_returned"]:
@@ -871,6 +986,113 @@ def summarise(records: Sequence[dict[str, Any]], backends: Sequence[Any]) -> dic
             failures.append(f"{pb['escalations']} loop escalation(s)")
         bar[b.name] = {"ok": not failures, "failures": failures}
     return {"by_kind": rows, "by_backend": per_backend, "behaviours": behaviours, "bar": bar}
+
+
+# --------------------------------------------------------------------------- conversational stream
+
+# A chat about the same few people and things. Each turn states a distinct fact: single-valued
+# topics are used at most once per person; multi-valued ones (places visited, languages, offices
+# opened, books recommended) repeat with other values, which is what a collapsing validator gets
+# wrong. Written the way people talk, not in the shape of any validator.
+STREAM_PEOPLE = ("Maren Holt", "Teodor Vass", "Ines Carvalho", "Kwabena Osei", "Lotte Brandt", "Ravi Iyer")
+STREAM_COMPANIES = ("Fernhill Labs", "Castor Shipping", "Quaymark Foods")
+STREAM_PROJECTS = ("Atlas", "Bluebird", "Harrow")
+STREAM_SINGLE: tuple[str, ...] = (
+    "{p} is learning to play the {instrument}.",
+    "{p}'s sister is called {name}.",
+    "{p} is allergic to {food}.",
+    "{p} prefers tea over coffee in the morning.",
+    "{p}'s birthday dinner is booked at {restaurant}.",
+    "{p} drives a {car}.",
+    "{p} keeps a {pet} at home.",
+    "The desk of {p} is by the window on the third floor.",
+)
+STREAM_MULTI: tuple[str, ...] = (
+    "{p} has visited {city}.",
+    "{p} speaks {language}.",
+    "{p} recommended the book {book} to {q}.",
+    "{p} is mentoring {q}.",
+    "{p} asked {q} to review the {project} design document.",
+    "{p} fixed a bug in the {project} {module} module.",
+    "{p} and {q} are planning a hiking trip to {place}.",
+    "{c} opened an office in {city}.",
+    "{c} signed a supply contract with {c2}.",
+    "{p} presented the {project} roadmap to {c}.",
+    "{q} thanked {p} for the help with {project}.",
+)
+STREAM_FILL: dict[str, tuple[str, ...]] = {
+    "instrument": ("cello", "banjo", "trumpet", "piano", "oboe", "harp"),
+    "name": ("Hedda", "Mirela", "Signe", "Yasmin", "Odile", "Priya"),
+    "food": ("walnuts", "shellfish", "sesame", "kiwi", "celery", "mustard"),
+    "restaurant": ("Casa Lume", "the Blue Heron", "Osteria Nove", "Kin Khao", "the Copper Pot", "Maison Fleur"),
+    "car": ("green Skoda Octavia", "white Fiat Panda", "grey Volvo V60", "red Mazda 3", "black Golf", "blue Kia Ceed"),
+    "pet": ("tortoise", "parrot", "ginger cat", "border collie", "pair of rabbits", "corn snake"),
+    "city": ("Lisbon", "Riga", "Porto", "Ghent", "Tallinn", "Bologna", "Seville", "Krakow", "Aarhus", "Split",
+             "Lyon", "Graz"),
+    "language": ("Portuguese", "Finnish", "Japanese", "Swahili", "Greek", "Polish", "Dutch", "Korean"),
+    "book": ("The Glass Orchard", "Salt and Iron", "A Map of Rivers", "The Last Lighthouse", "Quiet Engines",
+             "Northern Letters", "The Paper Garden"),
+    "module": ("billing", "search", "export", "login", "reporting", "upload"),
+    "place": ("the Tatra mountains", "the Dolomites", "the Picos de Europa", "Snowdonia", "the Julian Alps"),
+}
+
+
+def conversation_turns(seed: int, turns: int) -> list[str]:
+    """`turns` distinct facts about the same cast, reproducible from `seed`."""
+    rng = random.Random(f"conversation-{seed}")
+    seen: set[str] = set()
+    used_single: set[tuple[str, str]] = set()
+    out: list[str] = []
+    while len(out) < turns:
+        single = rng.random() < 0.3 and len(used_single) < len(STREAM_SINGLE) * len(STREAM_PEOPLE)
+        template = rng.choice(STREAM_SINGLE if single else STREAM_MULTI)
+        p, q = rng.sample(STREAM_PEOPLE, 2)
+        c, c2 = rng.sample(STREAM_COMPANIES, 2)
+        if single and (template, p) in used_single:
+            continue
+        fill = {k: rng.choice(v) for k, v in STREAM_FILL.items()}
+        text = template.format(p=p, q=q, c=c, c2=c2, project=rng.choice(STREAM_PROJECTS), **fill)
+        if text in seen:
+            continue
+        seen.add(text)
+        if single:
+            used_single.add((template, p))
+        out.append(text)
+    return out
+
+
+def conversation(fab: Any, *, run_id: str, seed: int = 0, turns: int = TURNS_FULL) -> dict[str, Any]:
+    """Write the stream as text-only memories in one org (a day apart) and count the collapsed turns:
+    refused as a duplicate, or superseded by a later turn. Every turn is a distinct fact."""
+    org = f"bench-{run_id}-conversation"
+    texts = conversation_turns(seed, turns)
+    start = EPOCH + timedelta(days=3000)
+    started = time.perf_counter()
+    receipts = fab.write_many([dict(content=t, org=org, valid_from=start + timedelta(days=n),
+                                    source="bench-conversation", metadata={"bench_run": run_id})
+                               for n, t in enumerate(texts)])
+    placed = [fab.wait(r, timeout=WAIT_TIMEOUT) for r in receipts]
+    seconds = time.perf_counter() - started
+    live = {m.id for m in fab.belief_state(org=org)}
+    text_of = {p.memory_id: t for p, t in zip(placed, texts) if p.decision != "duplicate"}
+    forked_by = {p.target_id: (t, p.reason) for p, t in zip(placed, texts) if p.decision == "contradiction_fork"}
+    decisions: dict[str, int] = {}
+    collapsed = []
+    for p, t in zip(placed, texts):
+        decisions[p.decision] = decisions.get(p.decision, 0) + 1
+        if p.decision == "duplicate":
+            collapsed.append({"turn": t, "how": "refused as a duplicate of", "other": text_of.get(p.memory_id),
+                              "reason": p.reason})
+        elif p.memory_id not in live:
+            by, reason = forked_by.get(p.memory_id, (None, None))
+            collapsed.append({"turn": t, "how": "superseded by", "other": by, "reason": reason})
+    calls = sum(p.validator not in (None, "pregate") for p in placed)
+    return {"turns": len(texts), "collapsed": len(collapsed), "collapsed_share": len(collapsed) / len(texts),
+            "duplicates": decisions.get("duplicate", 0),
+            "superseded": sum(c["how"] == "superseded by" for c in collapsed),
+            "decisions": dict(sorted(decisions.items())), "validator_calls_per_write": calls / len(texts),
+            "validators": sorted({p.validator or "?" for p in placed}), "seconds": round(seconds, 2),
+            "examples": collapsed[:10]}
 
 
 # -------------------------------------------------------------------------------------------- run
@@ -894,8 +1116,17 @@ def parse_backends(spec: str | Sequence[str] | None) -> list[str]:
     return out
 
 
+def parse_phrasing(spec: str) -> tuple[str, ...]:
+    if spec == "both":
+        return PHRASINGS
+    if spec not in PHRASINGS:
+        raise ValidationError("phrasing", f"{spec!r}: choose same, rephrased or both")
+    return (spec,)
+
+
 def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequence[str] | None = None,
         out: str | Path | None = "bench-results", per_kind: int | None = None,
+        phrasings: Sequence[str] = PHRASINGS, turns: int | None = None,
         progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run the benchmark on an open Fabric (with a placement worker) and return every result.
 
@@ -905,7 +1136,9 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
     per_kind = per_kind or (CASES_QUICK if quick else CASES_FULL)
     run_id = f"{utcnow():%y%m%d%H%M%S}{secrets.token_hex(2)}"
     started_at, t0 = utcnow(), time.perf_counter()
-    cases = generate(seed, per_kind, distractors=DISTRACTORS_QUICK if quick else DISTRACTORS_FULL)
+    cases = generate(seed, per_kind, distractors=DISTRACTORS_QUICK if quick else DISTRACTORS_FULL,
+                     phrasings=phrasings)
+    turns = turns if turns is not None else (TURNS_QUICK if quick else TURNS_FULL)
     say(f"run {run_id}: {len(cases)} cases ({per_kind} per kind, seed {seed}), "
         f"{sum(len(c.queries) for c in cases)} questions, backends {', '.join(names)}")
 
@@ -955,6 +1188,11 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
             rs = [r for r in records if r["backend"] == b.name]
             say(f"{b.name}: {b.stats.writes} writes ingested in {ingest_done - bt:.1f}s, "
                 f"{sum(r['correct'] for r in rs)}/{len(rs)} right ({time.perf_counter() - bt:.1f}s)")
+        stream = None
+        if turns and "fabric-text" in names:
+            stream = conversation(fab, run_id=run_id, seed=seed, turns=turns)
+            say(f"conversational stream: {stream['collapsed']}/{stream['turns']} distinct facts collapsed "
+                f"({stream['seconds']:.1f}s)")
     finally:
         for b in active:
             b.close()
@@ -965,11 +1203,12 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
     results = {
         "benchmark": "temporal", "format": 1, "run_id": run_id, "seed": seed, "quick": quick,
         "cases_per_kind": per_kind, "distractors_per_relation": DISTRACTORS_QUICK if quick else DISTRACTORS_FULL,
-        "kinds": list(KINDS), "must_kinds": list(MUST_KINDS), "top_k": TOP_K,
+        "kinds": list(KINDS), "must_kinds": list(MUST_KINDS), "phrasings": list(phrasings), "top_k": TOP_K,
         "max_retries": MAX_RETRIES, "backends": [b.name for b in active], "notes": notes,
         "embedder": getattr(fab.embedder, "name", "?"), "started_at": started_at.isoformat(),
         "elapsed_s": round(time.perf_counter() - t0, 2), "backend_seconds": {k: round(v, 2) for k, v in timings.items()},
         **summary,
+        "conversation": stream,
         "placements": {b.name: b.stats.placements for b in active if b.name.startswith("fabric")},
         "queries": records,
         "cases": [c.to_dict() for c in cases],

@@ -1,4 +1,4 @@
-"""Validator accuracy on a labelled set of existing/new pairs (tests/data/placement_pairs.jsonl).
+"""Validator accuracy on labelled sets of existing/new pairs (tests/data/placement_pairs*.jsonl).
 
 Each pair is run through the real placement decision path (`fabric.write.apply.decide`: the
 pre-gates, then the validator, then `check_decision`), with candidates built by embedding the
@@ -8,7 +8,13 @@ same run as the LLM validator (when an endpoint is configured).
 
 A decision is correct when its kind matches the label and, for anything but a new branch, its
 target is the pair's `existing` memory. A validator that gives up (ValidatorError: the write
-would be parked) counts as wrong, under the kind "error"."""
+would be parked) counts as wrong, under the kind "error".
+
+The second set (placement_pairs_v2.jsonl) restates facts the way people do and holds traps whose
+right answer is new_branch (name twins, sister companies, manager chains, other attributes of the
+same subject, multi-valued facts). A trap decided as contradiction_fork is a WRONG INVALIDATION:
+placement would supersede a fact that is still true. Each v2 pair carries a split, "tune" (what
+prompt work may look at) or "holdout" (what it may not): both are reported."""
 
 from __future__ import annotations
 
@@ -24,10 +30,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import ValidationError, ValidatorError
-from ..placement.validator import Candidate, IncomingWrite, Validator, check_decision
+from ..placement.validator import Candidate, IncomingWrite, Validator, check_decision, pregate
 from ..types import DECISION_KINDS
 
-DEFAULT_PAIRS = Path(__file__).resolve().parents[2] / "tests" / "data" / "placement_pairs.jsonl"
+DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
+DEFAULT_PAIRS = DATA / "placement_pairs.jsonl"
+REPHRASED_PAIRS = DATA / "placement_pairs_v2.jsonl"
+DEFAULT_SETS = (REPHRASED_PAIRS, DEFAULT_PAIRS)
+SPLITS = ("tune", "holdout")
 T_EXISTING = datetime(2024, 1, 1, tzinfo=timezone.utc)
 T_NEW = datetime(2024, 6, 1, tzinfo=timezone.utc)
 
@@ -40,6 +50,7 @@ class Pair:
     new: str
     note: str = ""
     context: tuple[str, ...] = ()
+    split: str | None = None  # tune | holdout (None: a set without splits)
 
 
 @dataclass(frozen=True)
@@ -61,19 +72,31 @@ def load_pairs(path: str | Path | None = None) -> list[Pair]:
         try:
             rec = json.loads(line)
             pair = Pair(id=str(rec["id"]), label=rec["label"], existing=rec["existing"], new=rec["new"],
-                        note=rec.get("note", ""), context=tuple(rec.get("context", ())))
+                        note=rec.get("note", ""), context=tuple(rec.get("context", ())), split=rec.get("split"))
         except (ValueError, KeyError, TypeError) as exc:
             raise ValidationError(f"pairs line {n}", f"not a labelled pair: {exc}") from None
         if pair.label not in DECISION_KINDS:
             raise ValidationError(f"pairs line {n}.label", f"{pair.label!r} is not one of {DECISION_KINDS}")
+        if pair.split is not None and pair.split not in SPLITS:
+            raise ValidationError(f"pairs line {n}.split", f"{pair.split!r} is not one of {SPLITS}")
         pairs.append(pair)
     if not pairs:
         raise ValidationError("pairs", f"{p} holds no pairs")
     return pairs
 
 
-def build_cases(pairs: Sequence[Pair], embedder: Any) -> list[Case]:
-    """Embed every text once (one batch) and build each pair's write and candidates."""
+def stored_key(text: str, *, near_similarity: float) -> tuple[str | None, str | None, str | None]:
+    """The (subject, relation, value) a text-only memory would carry once placed: a first write with
+    nothing near is placed by the pre-gate, which gives it the key its sentence states (if any)."""
+    d = pregate(IncomingWrite(id=uuid.uuid4(), org="bench", content=text, valid_from=T_EXISTING), [],
+                near_similarity=near_similarity)
+    return (d.subject, d.relation, d.value) if d is not None else (None, None, None)
+
+
+def build_cases(pairs: Sequence[Pair], embedder: Any, *, near_similarity: float = 0.55) -> list[Case]:
+    """Embed every text once (one batch) and build each pair's write and candidates, as placement
+    gathers them: each existing memory with the key it was stored under, and `key_match` when that
+    is the key the new sentence states (placement looks those up beyond the nearest neighbours)."""
     texts: list[str] = []
     for pr in pairs:
         texts += [pr.new, pr.existing, *pr.context]
@@ -81,19 +104,42 @@ def build_cases(pairs: Sequence[Pair], embedder: Any) -> list[Case]:
     cases, i = [], 0
     for pr in pairs:
         new_vec = vecs[i]
+        new_key = stored_key(pr.new, near_similarity=near_similarity)[:2]
         olds = [pr.existing, *pr.context]
         cands = []
         for j, text in enumerate(olds):
             cid = uuid.uuid4()
             sim = float(np.dot(new_vec, vecs[i + 1 + j]))
+            subject, relation, value = stored_key(text, near_similarity=near_similarity)
             cands.append(Candidate(id=cid, content=text, similarity=sim, valid_from=T_EXISTING, valid_to=None,
-                                   parent_id=None, root_id=cid, depth=0, version=1))
+                                   parent_id=None, root_id=cid, depth=0, version=1, subject=subject,
+                                   relation=relation, value=value,
+                                   key_match=subject is not None and (subject, relation) == new_key))
         i += 1 + len(olds)
         cands.sort(key=lambda c: -c.similarity)  # as gather_candidates orders them
         target = next(c.id for c in cands if c.content == pr.existing)
         write = IncomingWrite(id=uuid.uuid4(), org="bench", content=pr.new, valid_from=T_NEW)
         cases.append(Case(pr, write, tuple(cands), target))
     return cases
+
+
+def score(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Accuracy per decision kind and overall, and the wrong invalidations, of some decided rows."""
+    per_kind = {}
+    for k in DECISION_KINDS:
+        of_kind = [r for r in rows if r["label"] == k]
+        ok = sum(r["correct"] for r in of_kind)
+        per_kind[k] = {"n": len(of_kind), "correct": ok, "accuracy": ok / len(of_kind) if of_kind else None}
+    ok = sum(r["correct"] for r in rows)
+    unrelated = [r for r in rows if r["label"] == "new_branch"]
+    invalidated = sum(r["predicted"] == "contradiction_fork" for r in unrelated)
+    return {"pairs": len(rows), "correct": ok, "accuracy": ok / len(rows) if rows else None, "per_kind": per_kind,
+            "unrelated": len(unrelated), "wrong_invalidations": invalidated,
+            "wrong_invalidations_per_50": 50 * invalidated / len(unrelated) if unrelated else None,
+            # a still-true fact superseded by any pair that is not a real correction
+            "superseded_wrongly": sum(r["predicted"] == "contradiction_fork" and r["label"] != r["predicted"]
+                                      for r in rows),
+            "unrelated_lost_as_duplicate": sum(r["predicted"] == "duplicate" for r in unrelated)}
 
 
 @dataclass
@@ -105,21 +151,16 @@ class Run:
 
     def summary(self) -> dict[str, Any]:
         kinds = list(DECISION_KINDS)
-        per_kind = {}
-        for k in kinds:
-            rows = [r for r in self.rows if r["label"] == k]
-            ok = sum(r["correct"] for r in rows)
-            per_kind[k] = {"n": len(rows), "correct": ok, "accuracy": ok / len(rows) if rows else None}
-        n = len(self.rows)
-        ok = sum(r["correct"] for r in self.rows)
         confusion = {k: {p: 0 for p in [*kinds, "error"]} for k in kinds}
         for r in self.rows:
             confusion[r["label"]][r["predicted"]] += 1
         called = [r for r in self.rows if r["by"] != "pregate"]  # the validator itself was consulted
         lat = [r["latency_ms"] for r in called if r["latency_ms"] is not None]
+        splits = {sp: score([r for r in self.rows if r["split"] == sp]) for sp in SPLITS
+                  if any(r["split"] == sp for r in self.rows)}
         return {
-            "validator": self.validator, "model": self.model, "pairs": n, "correct": ok,
-            "accuracy": ok / n if n else None, "per_kind": per_kind, "confusion": confusion,
+            "validator": self.validator, "model": self.model, **score(self.rows), "splits": splits,
+            "confusion": confusion,
             "wrong_target": sum(1 for r in self.rows if r["predicted"] == r["label"] and not r["correct"]),
             "errors": sum(1 for r in self.rows if r["predicted"] == "error"),
             "pregated": sum(1 for r in self.rows if r["by"] == "pregate"),
@@ -131,7 +172,7 @@ class Run:
             "latency_ms_p50": statistics.median(lat) if lat else None,
             "latency_ms_max": max(lat) if lat else None,
             "seconds": self.seconds,
-            "misses": [{k: r[k] for k in ("id", "label", "predicted", "by", "note", "reason")}
+            "misses": [{k: r[k] for k in ("id", "split", "label", "predicted", "by", "note", "reason")}
                        for r in self.rows if not r["correct"]],
         }
 
@@ -160,7 +201,8 @@ def run_validator(validator: Validator, cases: Sequence[Case], *, near_similarit
             predicted, target, reason, by, called = "error", None, str(exc), validator.name, True
             latency, pt, ct = None, None, None
         correct = predicted == case.pair.label and (predicted == "new_branch" or target == case.target_id)
-        run.rows.append({"id": case.pair.id, "label": case.pair.label, "predicted": predicted, "correct": correct,
+        run.rows.append({"id": case.pair.id, "split": case.pair.split, "label": case.pair.label,
+                         "predicted": predicted, "correct": correct,
                          "note": case.pair.note, "reason": reason, "by": by, "called": called,
                          "latency_ms": latency, "prompt_tokens": pt, "completion_tokens": ct,
                          "requests": _requests(validator) - calls_before,
@@ -175,14 +217,23 @@ def _requests(validator: Validator) -> int:
 
 
 def bench(*, settings: Any, use_llm: bool | None = None, pairs_path: str | Path | None = None,
-          pregate: bool = True, embedder: Any = None, llm_validator: Validator | None = None) -> dict[str, Any]:
-    """Run the rule validator (baseline) and, when configured (or given), the LLM validator."""
+          pregate: bool = True, embedder: Any = None, llm_validator: Validator | None = None,
+          split: str | None = None) -> dict[str, Any]:
+    """Run the rule validator (baseline) and, when configured (or given), the LLM validator on one set.
+
+    `split`: only the pairs of that split (prompt work looks at "tune" only)."""
     from ..embed import make_embedder
     from ..placement.rules import RuleValidator
 
     pairs = load_pairs(pairs_path)
+    if split is not None:
+        if split not in SPLITS:
+            raise ValidationError("split", f"{split!r} is not one of {SPLITS}")
+        pairs = [p for p in pairs if p.split == split]
+        if not pairs:
+            raise ValidationError("split", f"no pair of split {split!r} in {pairs_path or DEFAULT_PAIRS}")
     embedder = embedder or make_embedder(settings)
-    cases = build_cases(pairs, embedder)
+    cases = build_cases(pairs, embedder, near_similarity=settings.near_similarity)
     configured = bool(settings.openai_base_url and settings.llm_model)
     if use_llm is None:
         use_llm = configured or llm_validator is not None
@@ -196,6 +247,70 @@ def bench(*, settings: Any, use_llm: bool | None = None, pairs_path: str | Path 
             llm_validator = LLMValidator.from_settings(settings)
         runs.append(run_validator(llm_validator, cases, near_similarity=settings.near_similarity, pregate=pregate))
     counts = {k: sum(1 for p in pairs if p.label == k) for k in DECISION_KINDS}
-    return {"pairs": len(pairs), "per_kind": counts, "pregate": pregate, "embedder": embedder.name,
+    return {"set": Path(pairs_path or DEFAULT_PAIRS).name, "pairs": len(pairs), "per_kind": counts,
+            "split": split, "pregate": pregate, "embedder": embedder.name,
             "near_similarity": settings.near_similarity, "llm_configured": configured,
             "runs": [r.summary() for r in runs]}
+
+
+def bench_sets(*, settings: Any, pairs_paths: Sequence[str | Path] = DEFAULT_SETS, use_llm: bool | None = None,
+               pregate: bool = True, split: str | None = None,
+               llm_validator: Validator | None = None) -> dict[str, Any]:
+    """`bench` on several labelled sets in one run, with one embedder (and one LLM validator)."""
+    from ..embed import make_embedder
+
+    embedder = make_embedder(settings)
+    if llm_validator is None and use_llm is not False and settings.openai_base_url and settings.llm_model:
+        from ..placement.llm import LLMValidator
+
+        llm_validator = LLMValidator.from_settings(settings)
+    if split is not None:  # a set without splits has no pair prompt work may look at: skip it
+        pairs_paths = [p for p in pairs_paths if any(pr.split for pr in load_pairs(p))]
+        if not pairs_paths:
+            raise ValidationError("split", "none of the sets has a tune/holdout split")
+    sets = [bench(settings=settings, use_llm=use_llm, pairs_path=p, pregate=pregate, embedder=embedder,
+                  llm_validator=llm_validator, split=split) for p in pairs_paths]
+    return {"sets": sets, "llm_configured": bool(settings.openai_base_url and settings.llm_model)}
+
+
+def _cell(s: dict[str, Any] | None) -> str:
+    return "—" if not s or not s["n"] else f"{s['correct']}/{s['n']} ({100 * s['accuracy']:.0f}%)"
+
+
+def markdown(result: dict[str, Any], command: str | None = None) -> str:
+    """Per set: accuracy per decision kind, overall and per split, wrong invalidations, cost."""
+    lines = ["# fabric bench validators", ""]
+    if command:
+        lines += [f"`{command}`", ""]
+    for one in result["sets"]:
+        runs = one["runs"]
+        splits = [sp for sp in SPLITS if sp in runs[0]["splits"]]
+        cols = [(r, None) for r in runs] + [(r, sp) for r in runs for sp in splits]
+        names = [r["validator"] + (f" ({r['model']})" if r["model"] else "") + (f", {sp}" if sp else "")
+                 for r, sp in cols]
+        lines += [f"## {one['set']}: {one['pairs']} pairs" + (f" (split {one['split']})" if one["split"] else ""),
+                  "", "| label | pairs | " + " | ".join(names) + " |", "|---|---:|" + "---:|" * len(cols)]
+
+        def row(label: str, n: Any, pick) -> str:
+            return f"| {label} | {n} | " + " | ".join(pick(r["splits"][sp] if sp else r) for r, sp in cols) + " |"
+
+        for kind, count in one["per_kind"].items():
+            lines.append(row(kind, count, lambda s, k=kind: _cell(s["per_kind"][k])))
+        lines.append(row("**overall**", one["pairs"], lambda s: f"**{s['correct']}/{s['pairs']} "
+                                                                f"({100 * s['accuracy']:.1f}%)**"))
+        lines.append(row("unrelated facts wrongly invalidated", one["per_kind"]["new_branch"],
+                         lambda s: f"{s['wrong_invalidations']}/{s['unrelated']} "
+                                   f"({s['wrong_invalidations_per_50'] or 0:.1f} per 50)"))
+        lines.append("")
+        for r in runs:
+            name = r["validator"] + (f" ({r['model']})" if r["model"] else "")
+            p50 = r["latency_ms_p50"]
+            lines.append(f"- {name}: {r['validator_calls']} validator calls ({r['pregated']} pairs pre-gated), "
+                         f"p50 {p50:.1f} ms per call, {r['prompt_tokens']} / {r['completion_tokens']} tokens, "
+                         f"{r['errors']} gave up, {r['seconds']:.0f} s" if p50 is not None else
+                         f"- {name}: no validator call")
+            if r["misses"]:
+                lines.append("  misses: " + ", ".join(f"{m['id']} ({m['label']} → {m['predicted']})"
+                                                      for m in r["misses"]))
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

@@ -22,6 +22,12 @@ def temporal(
                                  help="Comma-separated: fabric-keys, fabric-text, pgvector, chroma "
                                       "(or fabric, flat, all)."),
     per_kind: Optional[int] = typer.Option(None, "--per-kind", min=1, help="Cases per kind (default 20; 4 with --quick)."),
+    phrasing: str = typer.Option("both", "--phrasing",
+                                 help="same (every version of a fact in one template), rephrased (each version "
+                                      "in another style) or both."),
+    turns: Optional[int] = typer.Option(None, "--turns", min=0,
+                                        help="Turns of the conversational stream, written text-only when "
+                                             "fabric-text runs (default 150; 40 with --quick; 0: skip)."),
     worker: bool = typer.Option(True, "--worker/--no-worker",
                                 help="Start a placement worker for the run (off: rely on running workers)."),
     as_json: bool = JsonOpt,
@@ -34,17 +40,19 @@ def temporal(
     Example: fabric bench temporal --quick --out bench-results
     """
     from ..bench.report import tables, write_outputs
-    from ..bench.temporal import parse_backends, run
+    from ..bench.temporal import parse_backends, parse_phrasing, run
 
     started = time.perf_counter()
     with handle_errors():
         names = parse_backends(backends)
+        phrasings = parse_phrasing(phrasing)
     progress = err_console if as_json else console
     with connected(run_worker=worker) as fab:
         results = run(fab, quick=quick, seed=seed, backends=names, out=None, per_kind=per_kind,
-                      progress=lambda msg: progress.print(f"[dim]{msg}[/]"))
+                      phrasings=phrasings, turns=turns, progress=lambda msg: progress.print(f"[dim]{msg}[/]"))
     command = "fabric bench temporal" + (" --quick" if quick else "") + (f" --seed {seed}" if seed else "") + \
-        (f" --per-kind {per_kind}" if per_kind else "") + (f" --backends {backends}" if backends != "all" else "")
+        (f" --per-kind {per_kind}" if per_kind else "") + (f" --backends {backends}" if backends != "all" else "") + \
+        (f" --phrasing {phrasing}" if phrasing != "both" else "") + (f" --turns {turns}" if turns is not None else "")
     try:
         results["files"] = write_outputs(results, out, command=command)
     except OSError as exc:
@@ -60,6 +68,9 @@ def temporal(
             page.print(t)
         for name, note in results["notes"].items():
             page.print(f"[yellow]{name}[/]: {note}")
+        for ex in (results.get("conversation") or {}).get("examples", []):
+            page.print(f"[dim]collapsed turn: {ex['turn']!r} {ex['how']}" + (f" {ex['other']!r}" if ex["other"] else "")
+                       + "[/]")
         for name, bar in results["bar"].items():
             mark = "[green]meets its bar[/]" if bar["ok"] else "[red]misses its bar:[/] " + "; ".join(bar["failures"])
             page.print(f"{name}: {mark}")

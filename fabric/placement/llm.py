@@ -8,11 +8,20 @@ Retries live here, in one layer per failure type, up to ``settings.llm_max_attem
 When the attempts are spent it raises `ValidatorError` with the cause; the Placer then parks the
 write with that error for an admin. RQ's own Retry is not used for LLM failures.
 
+An invalidation the model is not sure of is not applied (Graphiti's users' top complaint is false
+invalidations): a contradiction_fork becomes a new_branch when the model's confidence is below
+``min_fork_confidence``, when the subject it names for the new memory is another name than the
+target's (a name twin, a sister company), or when the value it names is already in the target
+(the same value under another attribute is not a correction). A duplicate whose subject names are
+not in the target is a new branch too: refusing it would lose a fact. Both stay live instead, and
+the read-time safety net and an admin replay can still resolve them.
+
 Other HTTP errors (401, 400, 404...) are not retried: asking again will not help."""
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 import uuid
@@ -25,7 +34,11 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ConfigurationError, ValidatorError
 from . import prompts
-from .validator import Candidate, Decision, IncomingWrite
+from .validator import Candidate, Decision, IncomingWrite, normalise, words
+
+# Below this confidence a contradiction_fork is not applied. A starting point, not calibrated against
+# the real model yet: calibrate it on the tune split only (fabric bench validators --llm --split tune).
+MIN_FORK_CONFIDENCE = 0.6
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +112,8 @@ class LLMValidator:
 
     def __init__(self, *, base_url: str, api_key: str, model: str, timeout: float = 30.0, max_attempts: int = 3,
                  backoff: float = 0.25, max_backoff: float = 2.0, max_retry_after: float = 5.0,
-                 max_tokens: int = 256, client: openai.OpenAI | None = None):
+                 max_tokens: int = 256, client: openai.OpenAI | None = None,
+                 min_fork_confidence: float = MIN_FORK_CONFIDENCE):
         if max_attempts < 1:
             raise ConfigurationError(f"llm_max_attempts must be at least 1, got {max_attempts}")
         self.model = model
@@ -110,6 +124,7 @@ class LLMValidator:
         self.max_backoff = max_backoff
         self.max_retry_after = max_retry_after
         self.max_tokens = max_tokens
+        self.min_fork_confidence = min_fork_confidence
         # max_retries=0: the client must not retry behind our back (one retry layer).
         self.client = client or openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
         self.stats = LLMStats()
@@ -239,10 +254,55 @@ class LLMValidator:
             subject, relation, value = _clean(ans.subject), _clean(ans.relation), _clean(ans.value)
             if subject is None or relation is None:
                 subject = relation = value = None
-        return Decision(kind=ans.kind, target_id=target.id if target else None,
-                        reason=(ans.reason or "").strip()[:500] or "(no reason given)",
-                        confidence=min(1.0, max(0.0, float(ans.confidence))), validator=self.name,
+        confidence = min(1.0, max(0.0, float(ans.confidence)))
+        kind, reason = ans.kind, (ans.reason or "").strip()[:500] or "(no reason given)"
+        # a keyed write is about its own key; a text-only one about what the model read in it
+        said = (write.subject, write.value) if write.keyed else (_clean(ans.subject), _clean(ans.value))
+        doubt = self._doubt(kind, confidence, *said, target)
+        if doubt:
+            log.info("llm decision not applied", extra={"action": "llm_unsure", "write_id": str(write.id),
+                                                        "decision": kind, "doubt": doubt})
+            kind, target, reason = "new_branch", None, f"{kind} not applied: {doubt} (model said: {reason})"[:500]
+        return Decision(kind=kind, target_id=target.id if target else None, reason=reason,
+                        confidence=confidence, validator=self.name,
                         subject=subject, relation=relation, value=value, model=self.model, called=True)
+
+    def _doubt(self, kind: str, confidence: float, subject: str | None, value: str | None,
+               target: Candidate | None) -> str | None:
+        """Why a destructive decision (an invalidation, or refusing the write) should not be applied."""
+        if target is None or kind not in ("contradiction_fork", "duplicate"):
+            return None
+        target_words = set(words(target.content + " " + (target.subject or "")))
+        missing = [n for n in _names(subject) if n not in target_words]
+        if missing:
+            return f"the new memory is about {subject!r}, and {', '.join(missing)!r} is not in the target"
+        if kind != "contradiction_fork":
+            return None
+        if confidence < self.min_fork_confidence:
+            return f"confidence {confidence:.2f} below {self.min_fork_confidence:.2f}"
+        if value and re.search(rf"\b{re.escape(normalise(value))}\b", normalise(target.content)):
+            return f"the value {value!r} is already in the target: not a changed value"
+        return None
+
+
+_NAME = re.compile(r"\b[A-Z][\w'&.-]*")
+
+
+def _names(subject: str | None) -> list[str]:
+    """The capitalised words of a subject ("Tomasz Reyes", "Halden Energy Services"), normalised;
+    common words such as "The" are skipped. Lower-case subjects ("the minimum password length") have none."""
+    if not subject:
+        return []
+    out = []
+    for m in _NAME.finditer(subject):
+        for w in words(m.group(0)):
+            if w not in _COMMON and w != "s":
+                out.append(w)
+    return out
+
+
+_COMMON = frozenset("the a an our their his her its my your this that of and in at on for to by with "
+                    "ceo cfo cto coo vp chief executive officer head".split())
 
 
 def _content_retry(kind: str, message: str, content: str, tokens: tuple[int, int] | None = None) -> _Retry:

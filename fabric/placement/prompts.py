@@ -26,13 +26,25 @@ number, status or preference), so the existing memory is no longer true. target 
 same subject, than every existing memory, even if it shares names or words. target = null.
 
 Rules:
+- People restate facts in many ways: "X is the CEO of Y" = "Y is led by chief executive X" = \
+"Y's top job is held by X"; "lives in" = "resides in" = "home for ... is"; a number in words = \
+the same number in digits; the value may come first ("Porto is where ... lives"). Compare the \
+facts, not the wording.
 - If one detail is replaced by another (10am becomes 11am, Paris becomes Berlin, Alice becomes \
 Bob), it is "contradiction_fork", never "child_update".
 - "child_update" only when nothing in the existing memory is negated or replaced.
-- Same subject but another attribute (where someone lives vs where they work) is "new_branch".
+- Same subject but another attribute (where someone lives vs where they work, the CEO vs the \
+CFO) is "new_branch".
+- Names must match exactly. A similar name is another subject: "Anna Berg" is not "Anna Borg", \
+"Acme" is not "Acme Services" or "Acme Asia". Then it is "new_branch".
+- A manager chain is two facts: who X reports to, and who X's manager reports to: "new_branch".
+- Some facts have several values at once (places visited, languages, offices, warehouses, \
+factories, customers, pets, committees, amenities): another value is "new_branch", not a \
+contradiction.
+- If you are not sure the NEW memory makes the existing one false, answer "new_branch".
 - target is the label of ONE existing memory (for example "m1"), or null for "new_branch".
-- Also give the key of the NEW memory: subject (the entity it is about), relation (the \
-attribute, in snake_case), value (the attribute's value).
+- Also give the key of the NEW memory: subject (the name of the entity it is about, nothing \
+more), relation (the attribute, in snake_case), value (the attribute's value).
 - reason: one short sentence. confidence: a number from 0 to 1.
 Answer with the JSON object only."""
 
@@ -60,8 +72,10 @@ def _answer(kind: str, target: str | None, subject: str, relation: str, value: s
                        "reason": reason, "confidence": confidence})
 
 
-# Short worked examples, one per decision (and one for "another attribute of the same subject").
-# Their subjects are deliberately unlike the benchmark set in tests/data/placement_pairs.jsonl.
+# Short worked examples, one per decision, and the traps: another attribute of the same subject,
+# a name twin, a sister company, a manager chain, a multi-valued fact, a restated correction.
+# Their subjects are deliberately unlike the labelled sets in tests/data/placement_pairs*.jsonl,
+# and they were chosen looking at the "tune" split only.
 FEW_SHOT: list[tuple[str, str]] = [
     (render_user("Marta Ruiz now runs the Lisbon office.", [
         ("m1", "The Lisbon office is run by Tomas Weber.", None),
@@ -91,6 +105,28 @@ FEW_SHOT: list[tuple[str, str]] = [
         ("m1", "Priya Nair lives in Osaka.", None)]),
      _answer("new_branch", None, "Priya Nair", "speaks", "Japanese",
              "Same person, but a different attribute: languages, not residence.", 0.8)),
+    (render_user("Holloway Press is run by chief executive Dana Kirsch.", [
+        ("m1", "The CEO of Holloway Press is Ben Adair.", None),
+        ("m2", "Holloway Press prints children's books.", None)]),
+     _answer("contradiction_fork", "m1", "Holloway Press", "ceo", "Dana Kirsch",
+             "Same role in other words; the CEO changed from Ben Adair to Dana Kirsch.", 0.9)),
+    (render_user("Mikael Strom lives in Umea.", [
+        ("m1", "Mikael Strand lives in Lulea.", None)]),
+     _answer("new_branch", None, "Mikael Strom", "home_city", "Umea",
+             "Mikael Strom and Mikael Strand are different people.", 0.9)),
+    (render_user("Orion Freight Asia is on the Premium plan.", [
+        ("m1", "Orion Freight is on the Basic plan.", None)]),
+     _answer("new_branch", None, "Orion Freight Asia", "billing_plan", "Premium",
+             "Orion Freight Asia is a different company from Orion Freight.", 0.85)),
+    (render_user("Lukas Frey reports to Nora Lindahl.", [
+        ("m1", "Emil Sanna reports to Lukas Frey.", None)]),
+     _answer("new_branch", None, "Lukas Frey", "manager", "Nora Lindahl",
+             "A manager chain: this is Lukas Frey's own manager, not Emil Sanna's.", 0.85)),
+    (render_user("Kessler Tools has a factory in Brno.", [
+        ("m1", "Kessler Tools is headquartered in Pilsen.", None),
+        ("m2", "Kessler Tools has a factory in Ostrava.", None)]),
+     _answer("new_branch", None, "Kessler Tools", "factory", "Brno",
+             "A company can have several factories and a head office; nothing is replaced.", 0.85)),
 ]
 
 

@@ -60,6 +60,8 @@ def build_metadata(dim: int = 384) -> MetaData:
         CheckConstraint("status IN ('pending', 'placed', 'duplicate', 'parked')", name="status"),
         CheckConstraint("valid_to IS NULL OR valid_to > valid_from", name="valid_interval"),
         Index("ix_writes_pending", "org", "received_at", postgresql_where=text("status = 'pending'")),
+        # Migration 0007: parked writes counted per org (metrics, open_writes) without a table scan.
+        Index("ix_writes_parked", "org", "received_at", postgresql_where=text("status = 'parked'")),
     )
 
     Table(

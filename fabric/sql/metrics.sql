@@ -1,6 +1,6 @@
 -- name: metrics_open_writes
 -- Writes still waiting, per org and status, for the metrics endpoint (read at scrape time).
--- Pending writes are counted from their partial index (ix_writes_pending); parked ones are few.
+-- Both counts come from partial indexes (ix_writes_pending, ix_writes_parked), not a table scan.
 SELECT org, 'pending' AS status, count(*) AS n
 FROM fabric.writes
 WHERE status = 'pending'

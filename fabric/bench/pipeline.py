@@ -213,35 +213,19 @@ def _timed_placement(db, redis_url: str, items: list[list[dict[str, Any]]], work
                      embed_url: str | None) -> dict[str, Any]:
     import os
 
-    from .scale import _spawn_workers, _stop, _wait_listening
+    from .scale import placement_run, wait_settled, write_statuses
 
     queue_name = f"bench-place-{uuid.uuid4().hex[:8]}"
-    orgs = [f"place-{queue_name}-{i}" for i in range(len(items))]
-    procs = _spawn_workers(workers, db.url, redis_url, queue_name, embed_url)
-    fab = Fabric.connect(db.url, redis_url, run_worker=False, auto_migrate=False, queue_name=queue_name,
-                         pool_min_size=1, pool_max_size=2)
-    try:
-        _wait_listening(fab.queue, procs)
-        batch = [{**its[j], "org": orgs[o]} for j in range(max(map(len, items)))
-                 for o, its in enumerate(items) if j < len(its)]  # interleaved, as a shared queue sees them
+    with placement_run(db, redis_url, items, workers, queue_name, f"place-{queue_name}", embed_url) as (
+            fab, procs, orgs, batch):
         with db.connect(autocommit=True) as conn:
             pg0, workers0 = _postgres_cpu(conn), sum(_cpu_seconds(p.pid) for p in procs)
             t0 = time.perf_counter()
             fab.write_many(batch)
-            while conn.execute("SELECT count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) "
-                               "AND status = 'pending'", {"o": orgs}).fetchone()["n"]:
-                if any(p.poll() is not None for p in procs):
-                    raise RuntimeError("a `fabric worker` process died during the placement run")
-                time.sleep(0.05)
+            wait_settled(conn, orgs, procs)
             seconds = time.perf_counter() - t0
             pg_cpu, worker_cpu = _postgres_cpu(conn) - pg0, sum(_cpu_seconds(p.pid) for p in procs) - workers0
-            status = {r["status"]: r["n"] for r in conn.execute(
-                "SELECT status, count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) GROUP BY status",
-                {"o": orgs}).fetchall()}
-    finally:
-        fab.queue.delete(delete_jobs=True)
-        fab.close()
-        _stop(procs)
+            status = write_statuses(conn, orgs)
     settled = status.get("placed", 0) + status.get("duplicate", 0)
     return {"workers": workers, "writes": len(batch), "settled": settled, "parked": status.get("parked", 0),
             "seconds": round(seconds, 2), "placements_per_s": round(settled / seconds, 1),

@@ -34,11 +34,12 @@ import sys
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
@@ -1455,45 +1456,64 @@ def _wait_listening(queue: Any, procs: Sequence[subprocess.Popen], timeout: floa
         time.sleep(0.1)
 
 
-def _place_run(db: BenchDatabase, redis_url: str, items: list[list[dict[str, Any]]], workers: int,
-               tag: str, embed_url: str | None) -> dict[str, Any]:
+@contextmanager
+def placement_run(db: BenchDatabase, redis_url: str, items: list[list[dict[str, Any]]], workers: int,
+                  queue_name: str, org_prefix: str, embed_url: str | None
+                  ) -> Iterator[tuple[Any, list[subprocess.Popen], list[str], list[dict[str, Any]]]]:
+    """`workers` real worker processes listening on a fresh queue and a Fabric writing to it; yields
+    (fabric, worker processes, orgs, batch), the batch holding the orgs' items interleaved the way a
+    shared ingest queue sees them. Everything is stopped and the queue deleted afterwards."""
     from ..api import Fabric
 
-    queue_name = f"scale-{tag}-{uuid.uuid4().hex[:8]}"
-    orgs = [f"ingest-{tag}-{i}" for i in range(len(items))]
+    orgs = [f"{org_prefix}-{i}" for i in range(len(items))]
     procs = _spawn_workers(workers, db.url, redis_url, queue_name, embed_url)
     fab = Fabric.connect(db.url, redis_url, run_worker=False, auto_migrate=False, queue_name=queue_name,
                          pool_min_size=1, pool_max_size=2)
     try:
         _wait_listening(fab.queue, procs)
-        # interleave the orgs the way a shared ingest queue sees them
         batch = [{**its[j], "org": orgs[o]} for j in range(max(map(len, items)))
                  for o, its in enumerate(items) if j < len(its)]
-        t_accept = time.perf_counter()
-        fab.write_many(batch)
-        t0 = time.perf_counter()
-        with db.connect(autocommit=True) as conn:
-            while True:
-                n = conn.execute("SELECT count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) "
-                                 "AND status = 'pending'", {"o": orgs}).fetchone()["n"]
-                if n == 0:
-                    break
-                if time.perf_counter() - t0 > 900:
-                    raise DatabaseError(f"placement stalled: {n} writes still pending after 900 s")
-                if any(p.poll() is not None for p in procs):
-                    raise ConfigurationError("a `fabric worker` process died during the placement run")
-                time.sleep(0.02)
-            t1 = time.perf_counter()
-            status = {r["status"]: r["n"] for r in conn.execute(
-                "SELECT status, count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) GROUP BY status",
-                {"o": orgs}).fetchall()}
-            decisions = {f"{r['validator']}:{r['kind']}": r["n"] for r in conn.execute(
-                "SELECT validator, kind, count(*) AS n FROM fabric.decisions WHERE org = ANY(%(o)s) "
-                "GROUP BY 1, 2 ORDER BY 1, 2", {"o": orgs}).fetchall()}
+        yield fab, procs, orgs, batch
     finally:
         fab.queue.delete(delete_jobs=True)
         fab.close()
         _stop(procs)
+
+
+def wait_settled(conn: psycopg.Connection, orgs: list[str], procs: list[subprocess.Popen], *,
+                 limit_s: float = 900) -> None:
+    """Until no write of these orgs is pending (a dead worker or a stall is an error)."""
+    started = time.perf_counter()
+    while n := conn.execute("SELECT count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) "
+                            "AND status = 'pending'", {"o": orgs}).fetchone()["n"]:
+        if time.perf_counter() - started > limit_s:
+            raise DatabaseError(f"placement stalled: {n} writes still pending after {limit_s:.0f} s")
+        if any(p.poll() is not None for p in procs):
+            raise ConfigurationError("a `fabric worker` process died during the placement run")
+        time.sleep(0.02)
+
+
+def write_statuses(conn: psycopg.Connection, orgs: list[str]) -> dict[str, int]:
+    return {r["status"]: r["n"] for r in conn.execute(
+        "SELECT status, count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) GROUP BY status",
+        {"o": orgs}).fetchall()}
+
+
+def _place_run(db: BenchDatabase, redis_url: str, items: list[list[dict[str, Any]]], workers: int,
+               tag: str, embed_url: str | None) -> dict[str, Any]:
+    queue_name = f"scale-{tag}-{uuid.uuid4().hex[:8]}"
+    with placement_run(db, redis_url, items, workers, queue_name, f"ingest-{tag}", embed_url) as (
+            fab, procs, orgs, batch):
+        t_accept = time.perf_counter()
+        fab.write_many(batch)
+        t0 = time.perf_counter()
+        with db.connect(autocommit=True) as conn:
+            wait_settled(conn, orgs, procs)
+            t1 = time.perf_counter()
+            status = write_statuses(conn, orgs)
+            decisions = {f"{r['validator']}:{r['kind']}": r["n"] for r in conn.execute(
+                "SELECT validator, kind, count(*) AS n FROM fabric.decisions WHERE org = ANY(%(o)s) "
+                "GROUP BY 1, 2 ORDER BY 1, 2", {"o": orgs}).fetchall()}
     settled = sum(status.get(s, 0) for s in ("placed", "duplicate"))
     return {"workers": workers, "writes": len(batch), "settled": settled, "parked": status.get("parked", 0),
             "seconds": round(t1 - t0, 3), "placements_per_s": round(settled / (t1 - t0), 1),

@@ -194,10 +194,18 @@ def test_no_post_filter_dilution(fab, pg, org):
                 params, ef_search=40, iterative=search_mod.pgvector_version(conn) >= (0, 8)))
         finally:
             del search_mod._pgvector_versions[conn]
+    exact = ["the best qualifying"] + [f"worse qualifying {i}" for i in range(9)]
+    # The exact scan (old servers) answers exactly.
+    assert [h["content"] for h in old_server_hits] == exact
+    # The iterative index scan (pgvector >= 0.8) is approximate, as HNSW is: no dilution (k results, all
+    # qualifying, the best first, best first order) and at most one of the exact ten swapped for the
+    # eleventh (its graph is built with random levels, so which one varies between runs).
+    contents = [h["content"] for h in hits]
     assert len(hits) == 10
-    assert hits[0]["content"] == "the best qualifying"
-    assert [h["content"] for h in hits[1:]] == [f"worse qualifying {i}" for i in range(9)]
-    assert [h["id"] for h in old_server_hits] == [h["id"] for h in hits]
+    assert contents[0] == "the best qualifying"
+    assert all(c in exact or c.startswith("worse qualifying") for c in contents)
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+    assert len(set(contents) & set(exact)) >= 9
     # Unfiltered, the decoys win, as they should.
     with fab.pool.connection() as conn:
         top = vector_search(conn, org=org, query=q, k=3, valid_at=T(2031), known_at=utcnow())

@@ -122,6 +122,62 @@ def test_an_unsure_invalidation_is_not_applied(openai_stub):
     assert (d.kind, d.target_id) == ("contradiction_fork", old.id)
 
 
+def test_rules_first_settle_what_they_read_and_ask_the_model_the_rest(openai_stub):
+    """With its rules first, the validator makes no request for a correction or a name twin the rules read
+    for sure (subject, relation and value in both sentences), and asks the model about the rest."""
+    from fabric.placement.rules import RuleValidator
+
+    stub_answer = answer("new_branch", None, subject="x", relation="y", value="z")
+    openai_stub.script(default=stub_answer)
+    v = validator(openai_stub, rules=RuleValidator())
+    old = cand("Amara Draycott lives in Lisbon.")
+    d = v.decide(incoming("Home for Amara Draycott is Tallinn now."), [old])
+    assert (d.kind, d.target_id, d.called) == ("contradiction_fork", old.id, False)
+    assert (d.subject, d.relation, d.value) == ("Amara Draycott", "home_city", "Tallinn")
+    twin = cand("Tomasz Wren lives in Gdansk.")
+    d = v.decide(incoming("Tomasz Reyes resides in Krakow."), [twin])
+    assert (d.kind, d.called) == ("new_branch", False)
+    assert openai_stub.count == 0 and v.stats.snapshot()["ruled"] == 2
+
+    # Nothing the rules can read: the model decides (and its guard still applies).
+    meeting = cand("The weekly sync is on Monday at 10am.")
+    openai_stub.script(lambda body: answer("contradiction_fork", label_of(body, "10am"), subject="weekly sync",
+                                           relation="Meeting Time", value="Monday at 11am", confidence=0.9))
+    d = v.decide(incoming("The weekly sync moved to Monday at 11am."), [meeting])
+    assert (d.kind, d.target_id, d.called, d.validator) == ("contradiction_fork", meeting.id, True, "llm")
+    assert (d.subject, d.relation, d.value) == ("weekly sync", "meeting_time", "Monday at 11am")
+    assert openai_stub.count == 1 and v.stats.snapshot()["decisions"] == 1
+
+
+def test_the_models_keys_are_made_canonical(openai_stub):
+    """A text-only write the model placed carries one relation name per attribute: the rules' reading of
+    its sentence, the corrected memory's key, a lexicon name its words spell, or a neighbour's name."""
+    from fabric.placement.llm import canonical_relation
+
+    assert canonical_relation("chief executive") == canonical_relation("Chief_Executive") == "ceo"
+    assert canonical_relation("CEO") == "ceo" and canonical_relation("residence") == "home_city"
+    assert canonical_relation("head of sales") == "head_of_sales", "a wording inside it is not enough"
+    assert canonical_relation("Opening Hours", [cand("x", subject="gym", relation="opening_hours")]) == \
+        "opening_hours"
+    assert canonical_relation("opening-hours", [cand("x", subject="gym", relation="Opening Hours")]) == \
+        "Opening Hours", "a neighbour's spelling of the same name wins"
+
+    # A sentence the rules read: their key (the lexicon's relation), whatever the model called it.
+    openai_stub.script(answer("new_branch", None, subject="Lina Okoro", relation="her_job_boss", value="Pia Lund"))
+    d = validator(openai_stub).decide(incoming("Lina Okoro reports to Pia Lund."),
+                                      [cand("Lina Okoro is fond of sailing.")])
+    assert (d.kind, d.subject, d.relation, d.value) == ("new_branch", "Lina Okoro", "manager", "Pia Lund")
+    # A correction of a keyed memory takes that memory's key and the model's value.
+    keyed = cand("The gym opens at 6am.", subject="Aster gym", relation="opening_time", value="6am")
+    openai_stub.script(answer("contradiction_fork", "m1", subject="the gym", relation="opens", value="5:30am"))
+    d = validator(openai_stub).decide(incoming("Doors at the gym now open at 5:30am."), [keyed])
+    assert (d.kind, d.subject, d.relation, d.value) == ("contradiction_fork", "Aster gym", "opening_time", "5:30am")
+    # A refinement carries no key of its own: the memory it refines holds it.
+    openai_stub.script(answer("child_update", "m1", subject="Aster gym", relation="opening_time", value="6am"))
+    d = validator(openai_stub).decide(incoming("The gym opens at 6am, with the pool from 7am."), [keyed])
+    assert (d.kind, d.subject, d.relation) == ("child_update", None, None)
+
+
 def test_malformed_json_is_reasked_then_answered(openai_stub):
     old = cand("The office is in Leeds.")
     openai_stub.script('{"kind": "duplicate", "target": ', answer("duplicate", "m1"))
@@ -406,7 +462,9 @@ def test_validator_calls_per_write_on_a_mixed_stream(llm_fab, stub, org):
     assert per_write <= 1.0 and 0 < calls < len(stream)
     asked = [last_user(r["body"]).split("NEW memory:", 1)[1] for r in stub.requests]
     assert not any("Photosynthesis" in a or "Volcanoes" in a for a in asked), "nothing near: no request"
-    assert sum("Jonas Berg lives in Berlin." in a for a in asked) == 1, "the exact repeat made no request"
+    assert not any("Jonas Berg lives in Berlin." in a for a in asked), \
+        "the rules read that correction (no request) and the exact repeat is pre-gated"
+    assert next(p for p, (text, _) in zip(got, stream) if text == "Jonas Berg lives in Berlin.").validator == "rule"
 
 
 # ---------------------------------------------------------------------- the labelled set and its benchmark
@@ -447,7 +505,17 @@ def test_bench_scores_the_llm_through_the_real_client(openai_stub):
 
     openai_stub.script(default=oracle)
     s = Settings(validator="rule", openai_base_url=openai_stub.base_url, openai_api_key="k", llm_model="oracle")
+    # Rules first (as placement runs it): the model is asked only about what the rules cannot read.
     r = bench(settings=s)
+    rule, llm = r["runs"]
+    assert llm["ruled"] > 0 and llm["requests"] == llm["validator_calls"] == openai_stub.count
+    assert llm["validator_calls"] == r["pairs"] - llm["pregated"] - llm["ruled"]
+    assert all(m["by"] in ("pregate", "rule") for m in llm["misses"]), "every pair the model decided is right"
+    assert llm["accuracy"] >= rule["accuracy"]
+    # The model alone: asked about every pair past the pre-gates.
+    openai_stub.reset()
+    openai_stub.script(default=oracle)
+    r = bench(settings=s, rules_first=False)
     rule, llm = r["runs"]
     assert (llm["validator"], llm["model"]) == ("llm", "oracle")
     assert llm["errors"] == 0 and llm["wrong_target"] == 0

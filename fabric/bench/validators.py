@@ -154,7 +154,10 @@ class Run:
         confusion = {k: {p: 0 for p in [*kinds, "error"]} for k in kinds}
         for r in self.rows:
             confusion[r["label"]][r["predicted"]] += 1
-        called = [r for r in self.rows if r["by"] != "pregate"]  # the validator itself was consulted
+        consulted = [r for r in self.rows if r["by"] != "pregate"]  # reached the validator
+        # what the validator decided itself: for the LLM validator the requests to the model, not the
+        # writes its rules settled first
+        called = [r for r in consulted if r["called"]] if self.validator == "llm" else consulted
         lat = [r["latency_ms"] for r in called if r["latency_ms"] is not None]
         splits = {sp: score([r for r in self.rows if r["split"] == sp]) for sp in SPLITS
                   if any(r["split"] == sp for r in self.rows)}
@@ -164,10 +167,13 @@ class Run:
             "wrong_target": sum(1 for r in self.rows if r["predicted"] == r["label"] and not r["correct"]),
             "errors": sum(1 for r in self.rows if r["predicted"] == "error"),
             "pregated": sum(1 for r in self.rows if r["by"] == "pregate"),
+            # decided by the rule validator inside the LLM validator (rules first), with no request
+            "ruled": len(consulted) - len(called),
             "validator_calls": len(called),
             "requests": sum(r["requests"] for r in self.rows),
             "prompt_tokens": sum(r["prompt_tokens"] or 0 for r in self.rows),
             "completion_tokens": sum(r["completion_tokens"] or 0 for r in self.rows),
+            "calls_per_pair": len(called) / len(self.rows) if self.rows else None,
             "latency_ms_mean": statistics.fmean(lat) if lat else None,
             "latency_ms_p50": statistics.median(lat) if lat else None,
             "latency_ms_max": max(lat) if lat else None,
@@ -218,7 +224,7 @@ def _requests(validator: Validator) -> int:
 
 def bench(*, settings: Any, use_llm: bool | None = None, pairs_path: str | Path | None = None,
           pregate: bool = True, embedder: Any = None, llm_validator: Validator | None = None,
-          split: str | None = None) -> dict[str, Any]:
+          split: str | None = None, rules_first: bool = True) -> dict[str, Any]:
     """Run the rule validator (baseline) and, when configured (or given), the LLM validator on one set.
 
     `split`: only the pairs of that split (prompt work looks at "tune" only)."""
@@ -244,7 +250,7 @@ def bench(*, settings: Any, use_llm: bool | None = None, pairs_path: str | Path 
         if llm_validator is None:
             from ..placement.llm import LLMValidator
 
-            llm_validator = LLMValidator.from_settings(settings)
+            llm_validator = LLMValidator.from_settings(settings, rules_first=rules_first)
         runs.append(run_validator(llm_validator, cases, near_similarity=settings.near_similarity, pregate=pregate))
     counts = {k: sum(1 for p in pairs if p.label == k) for k in DECISION_KINDS}
     return {"set": Path(pairs_path or DEFAULT_PAIRS).name, "pairs": len(pairs), "per_kind": counts,
@@ -255,7 +261,7 @@ def bench(*, settings: Any, use_llm: bool | None = None, pairs_path: str | Path 
 
 def bench_sets(*, settings: Any, pairs_paths: Sequence[str | Path] = DEFAULT_SETS, use_llm: bool | None = None,
                pregate: bool = True, split: str | None = None,
-               llm_validator: Validator | None = None) -> dict[str, Any]:
+               llm_validator: Validator | None = None, rules_first: bool = True) -> dict[str, Any]:
     """`bench` on several labelled sets in one run, with one embedder (and one LLM validator)."""
     from ..embed import make_embedder
 
@@ -263,13 +269,13 @@ def bench_sets(*, settings: Any, pairs_paths: Sequence[str | Path] = DEFAULT_SET
     if llm_validator is None and use_llm is not False and settings.openai_base_url and settings.llm_model:
         from ..placement.llm import LLMValidator
 
-        llm_validator = LLMValidator.from_settings(settings)
+        llm_validator = LLMValidator.from_settings(settings, rules_first=rules_first)
     if split is not None:  # a set without splits has no pair prompt work may look at: skip it
         pairs_paths = [p for p in pairs_paths if any(pr.split for pr in load_pairs(p))]
         if not pairs_paths:
             raise ValidationError("split", "none of the sets has a tune/holdout split")
     sets = [bench(settings=settings, use_llm=use_llm, pairs_path=p, pregate=pregate, embedder=embedder,
-                  llm_validator=llm_validator, split=split) for p in pairs_paths]
+                  llm_validator=llm_validator, split=split, rules_first=rules_first) for p in pairs_paths]
     return {"sets": sets, "llm_configured": bool(settings.openai_base_url and settings.llm_model)}
 
 
@@ -305,7 +311,8 @@ def markdown(result: dict[str, Any], command: str | None = None) -> str:
         for r in runs:
             name = r["validator"] + (f" ({r['model']})" if r["model"] else "")
             p50 = r["latency_ms_p50"]
-            lines.append(f"- {name}: {r['validator_calls']} validator calls ({r['pregated']} pairs pre-gated), "
+            lines.append(f"- {name}: {r['validator_calls']} validator calls ({r['pregated']} pairs pre-gated"
+                         + (f", {r['ruled']} settled by its rules first" if r["ruled"] else "") + "), "
                          f"p50 {p50:.1f} ms per call, {r['prompt_tokens']} / {r['completion_tokens']} tokens, "
                          f"{r['errors']} gave up, {r['seconds']:.0f} s" if p50 is not None else
                          f"- {name}: no validator call")

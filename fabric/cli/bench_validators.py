@@ -34,6 +34,10 @@ def validators(
     pregate: bool = typer.Option(True, "--pregate/--no-pregate",
                                  help="Decide through the pre-gates as placement does (default), or ask the "
                                       "validator on every pair."),
+    rules_first: bool = typer.Option(True, "--rules-first/--llm-alone",
+                                     help="The LLM validator asks its rules first and the model only about what "
+                                          "they cannot read (default, as placement runs it), or the model about "
+                                          "every pair that passes the pre-gates."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write validators.json and validators.md here."),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -57,10 +61,10 @@ def validators(
                               "FABRIC_LLM_MODEL (see scripts/local_llm.py serve)")
             raise typer.Exit(EXIT_USAGE)
         result = bench_sets(settings=settings, use_llm=llm, pairs_paths=pairs or DEFAULT_SETS, pregate=pregate,
-                            split=split)
+                            split=split, rules_first=rules_first)
     if out is not None:
         command = "fabric bench validators" + (" --llm" if llm else "") + (f" --split {split}" if split else "") \
-            + "".join(f" --pairs {p}" for p in pairs or ())
+            + ("" if rules_first else " --llm-alone") + "".join(f" --pairs {p}" for p in pairs or ())
         out.mkdir(parents=True, exist_ok=True)
         write_json(result, out / "validators.json")
         (out / "validators.md").write_text(markdown(result, command))
@@ -125,6 +129,7 @@ def _print(result: dict[str, Any], console: Console) -> None:
     for n in names:
         cost.add_column(n, justify="right")
     for title, fmt in (("pre-gated (no validator call)", lambda r: str(r["pregated"])),
+                       ("settled by the rules first (no request)", lambda r: str(r["ruled"])),
                        ("validator calls", lambda r: str(r["validator_calls"])),
                        ("HTTP requests (retries included)", lambda r: str(r["requests"])),
                        ("prompt / completion tokens", lambda r: f"{r['prompt_tokens']} / {r['completion_tokens']}"),

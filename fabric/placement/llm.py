@@ -16,7 +16,19 @@ target's (a name twin, a sister company), or when the value it names is already 
 not in the target is a new branch too: refusing it would lose a fact. Both stay live instead, and
 the read-time safety net and an admin replay can still resolve them.
 
-Other HTTP errors (401, 400, 404...) are not retried: asking again will not help."""
+Other HTTP errors (401, 400, 404...) are not retried: asking again will not help.
+
+Rules first (`rules`, set by `from_settings`): the local rule validator is asked before the model,
+and its decision stands, with no request, when it rests on something it reads for sure: the write's
+structured key, or the (subject, relation, value) both sentences state (`facts.extract`) comparing
+as the decided kind ("separate" for a new branch). Only the writes the rules cannot read go to the
+model: one request at most per write, and none for what the rules settle.
+
+Canonical keys: a text-only write the model placed gets the key the rules read in its sentence when
+they read one (the lexicon's relation name, or the name a neighbour already uses for it); a
+correction of a keyed memory takes that memory's subject and relation; otherwise the model's relation
+is mapped onto a lexicon name when its words are one of the lexicon's wordings ("chief_executive" ->
+"ceo"), or onto a neighbour's relation of the same spelling, and kept in snake_case."""
 
 from __future__ import annotations
 
@@ -25,7 +37,7 @@ import re
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Sequence
 
 import openai
@@ -34,7 +46,9 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ConfigurationError, ValidatorError
 from . import prompts
-from .validator import Candidate, Decision, IncomingWrite, normalise, words
+from .facts import RELATIONS, compare, extract
+from .rules import with_text_keys
+from .validator import Candidate, Decision, IncomingWrite, Validator, normalise, words
 
 # Below this confidence a contradiction_fork is not applied. A starting point, not calibrated against
 # the real model yet: calibrate it on the tune split only (fabric bench validators --llm --split tune).
@@ -70,6 +84,7 @@ class LLMStats:
     """What the validator has cost so far. Thread-safe; read a consistent copy with `snapshot()`."""
 
     decisions: int = 0          # decide() calls that consulted the model
+    ruled: int = 0              # decide() calls the rules settled (no request)
     calls: int = 0              # HTTP requests sent (a retried decision makes several)
     retries: int = 0            # requests beyond the first of a decision
     failures: int = 0           # decisions that ended in ValidatorError
@@ -90,7 +105,7 @@ class LLMStats:
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
-            d = {k: getattr(self, k) for k in ("decisions", "calls", "retries", "failures", "prompt_tokens",
+            d = {k: getattr(self, k) for k in ("decisions", "ruled", "calls", "retries", "failures", "prompt_tokens",
                                                 "completion_tokens", "latency_ms")}
             d["errors"] = dict(self.errors)
         d["latency_ms_per_decision"] = d["latency_ms"] / d["decisions"] if d["decisions"] else None
@@ -113,7 +128,8 @@ class LLMValidator:
     def __init__(self, *, base_url: str, api_key: str, model: str, timeout: float = 30.0, max_attempts: int = 3,
                  backoff: float = 0.25, max_backoff: float = 2.0, max_retry_after: float = 5.0,
                  max_tokens: int = 256, client: openai.OpenAI | None = None,
-                 min_fork_confidence: float = MIN_FORK_CONFIDENCE):
+                 min_fork_confidence: float = MIN_FORK_CONFIDENCE, rules: Validator | None = None,
+                 near_similarity: float = 0.55):
         if max_attempts < 1:
             raise ConfigurationError(f"llm_max_attempts must be at least 1, got {max_attempts}")
         self.model = model
@@ -125,13 +141,15 @@ class LLMValidator:
         self.max_retry_after = max_retry_after
         self.max_tokens = max_tokens
         self.min_fork_confidence = min_fork_confidence
+        self.rules = rules  # asked first; None: the model decides every write
+        self.near_similarity = near_similarity
         # max_retries=0: the client must not retry behind our back (one retry layer).
         self.client = client or openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
         self.stats = LLMStats()
         self._format = response_format()
 
     @classmethod
-    def from_settings(cls, settings: Any) -> "LLMValidator":
+    def from_settings(cls, settings: Any, *, rules_first: bool = True) -> "LLMValidator":
         missing = [env for env, value in (("OPENAI_BASE_URL", settings.openai_base_url),
                                           ("FABRIC_LLM_MODEL", settings.llm_model),
                                           ("OPENAI_API_KEY", settings.openai_api_key)) if not value]
@@ -139,8 +157,15 @@ class LLMValidator:
             raise ConfigurationError(
                 f"the LLM validator needs {', '.join(missing)} (any non-empty OPENAI_API_KEY for a local "
                 f"endpoint); or set FABRIC_VALIDATOR=rule")
+        rules = None
+        if rules_first:
+            from .rules import RuleValidator
+
+            rules = RuleValidator(near_similarity=settings.near_similarity,
+                                  duplicate_similarity=settings.duplicate_similarity)
         return cls(base_url=settings.openai_base_url, api_key=settings.openai_api_key, model=settings.llm_model,
-                   timeout=settings.llm_timeout, max_attempts=settings.llm_max_attempts)
+                   timeout=settings.llm_timeout, max_attempts=settings.llm_max_attempts, rules=rules,
+                   near_similarity=settings.near_similarity)
 
     # ------------------------------------------------------------------ deciding
 
@@ -148,6 +173,11 @@ class LLMValidator:
         cands = list(candidates)
         if not cands:
             return Decision("new_branch", None, "no candidates", 1.0, self.name, model=self.model)
+        if self.rules is not None:
+            ruled = self.rules.decide(write, cands)
+            if rules_are_sure(write, cands, ruled, near_similarity=self.near_similarity):
+                self.stats.add(ruled=1)
+                return ruled
         labels = {prompts.label(i): c for i, c in enumerate(cands)}
         shown = [(lab, c.content, _key_text(c.subject, c.relation, c.value)) for lab, c in labels.items()]
         user = prompts.render_user(write.content, shown, (write.subject, write.relation, write.value))
@@ -249,11 +279,6 @@ class LLMValidator:
             if target is None:
                 raise _content_retry("unknown_target", f"target {ans.target!r} is not one of the candidates "
                                                        f"({', '.join(labels)}); refused", content)
-        subject = relation = value = None
-        if not write.keyed:
-            subject, relation, value = _clean(ans.subject), _clean(ans.relation), _clean(ans.value)
-            if subject is None or relation is None:
-                subject = relation = value = None
         confidence = min(1.0, max(0.0, float(ans.confidence)))
         kind, reason = ans.kind, (ans.reason or "").strip()[:500] or "(no reason given)"
         # a keyed write is about its own key; a text-only one about what the model read in it
@@ -263,9 +288,12 @@ class LLMValidator:
             log.info("llm decision not applied", extra={"action": "llm_unsure", "write_id": str(write.id),
                                                         "decision": kind, "doubt": doubt})
             kind, target, reason = "new_branch", None, f"{kind} not applied: {doubt} (model said: {reason})"[:500]
-        return Decision(kind=kind, target_id=target.id if target else None, reason=reason,
-                        confidence=confidence, validator=self.name,
-                        subject=subject, relation=relation, value=value, model=self.model, called=True)
+        decision = Decision(kind=kind, target_id=target.id if target else None, reason=reason,
+                            confidence=confidence, validator=self.name, model=self.model, called=True)
+        if write.keyed:
+            return decision
+        return text_key(write, decision, list(labels.values()), _clean(ans.subject), _clean(ans.relation),
+                        _clean(ans.value))
 
     def _doubt(self, kind: str, confidence: float, subject: str | None, value: str | None,
                target: Candidate | None) -> str | None:
@@ -283,6 +311,66 @@ class LLMValidator:
         if value and re.search(rf"\b{re.escape(normalise(value))}\b", normalise(target.content)):
             return f"the value {value!r} is already in the target: not a changed value"
         return None
+
+
+def fact_verdict(write: IncomingWrite, c: Candidate) -> str | None:
+    """How the fact the write's sentence states stands to the candidate's, as the rules read them
+    ("duplicate", "child_update", "contradiction_fork", "separate", "unknown"); None: unreadable."""
+    new, old = extract(write.content, c.content), extract(c.content, write.content)
+    return compare(old, new) if new is not None and old is not None else None
+
+
+def rules_are_sure(write: IncomingWrite, candidates: Sequence[Candidate], decision: Decision, *,
+                   near_similarity: float) -> bool:
+    """Does the rule validator's decision rest on what it reads for sure: the write's structured key
+    matching a candidate's, or both sentences' facts comparing as the decided kind? A new branch is sure
+    when every near candidate states another fact ("separate"); one the rules cannot read is not."""
+    if write.keyed and any(c.key_match for c in candidates):
+        return True
+    if decision.kind == "new_branch":
+        near = [c for c in candidates if c.similarity >= near_similarity or c.key_match]
+        return bool(near) and all(fact_verdict(write, c) == "separate" for c in near)
+    target = next((c for c in candidates if c.id == decision.target_id), None)
+    if target is None:
+        return False
+    verdict = fact_verdict(write, target)
+    # in_time: a repeat valid from before the memory it repeats is kept as that fact's history
+    history = verdict == "duplicate" and decision.kind == "contradiction_fork" and write.valid_from < target.valid_from
+    return verdict == decision.kind or history
+
+
+def text_key(write: IncomingWrite, decision: Decision, candidates: Sequence[Candidate], subject: str | None,
+             relation: str | None, value: str | None) -> Decision:
+    """The key a text-only write placed by the model carries: the rules' reading of its sentence when
+    they have one; the corrected memory's subject and relation for a correction; else the model's, its
+    relation mapped to the org's name for that attribute. A refinement or a duplicate carries none: the
+    memory it refines holds the key."""
+    if decision.kind in ("duplicate", "child_update"):
+        return decision
+    ruled = with_text_keys(write, decision, candidates)
+    if ruled.subject is not None:
+        return ruled
+    target = next((c for c in candidates if c.id == decision.target_id), None)
+    if target is not None and target.subject and target.relation and value:
+        return replace(decision, subject=target.subject, relation=target.relation, value=value)
+    if subject is None or relation is None:
+        return decision
+    return replace(decision, subject=subject, relation=canonical_relation(relation, candidates), value=value)
+
+
+def canonical_relation(relation: str, candidates: Sequence[Candidate] = ()) -> str:
+    """One name per attribute: a relation a neighbour already uses in the same spelling, else a lexicon
+    group whose name it is or whose wording it is as a whole ("chief executive" -> "ceo", "residence" ->
+    "home_city", not "head of sales" -> "ceo"), else the model's words in snake_case."""
+    snake = "_".join(words(relation.replace("_", " ")))
+    for c in candidates:
+        if c.relation and "_".join(words(c.relation.replace("_", " "))) == snake:
+            return c.relation
+    spaced = snake.replace("_", " ")
+    for r in RELATIONS:
+        if r.name == snake or r.words.fullmatch(spaced):
+            return r.name
+    return snake[:200] or relation
 
 
 _NAME = re.compile(r"\b[A-Z][\w'&.-]*")

@@ -191,12 +191,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int | None = None, ctx: int = 2048, threads: int | None = None,
+def start_server(port: int | None = None, ctx: int = 4096, threads: int | None = None,
                  ready_timeout: float = 120.0, log_path: Path | None = None) -> tuple[subprocess.Popen, str]:
     """Start llama-server on loopback; returns (process, OPENAI_BASE_URL). Stop it with stop_server."""
     if not is_ready():
         raise RuntimeError("model or llama-server missing: run `python scripts/local_llm.py prepare`")
     port = port or free_port()
+    # ctx 4096: the validator's prompt (rules and worked examples) is ~2.3k tokens before the question.
     # 2 threads on an idle 2-core machine; on a busy one 1 thread avoids ggml's spinning threads fighting.
     threads = threads or int(os.environ.get("FABRIC_LLM_THREADS") or 2)
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL

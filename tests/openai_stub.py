@@ -163,10 +163,12 @@ class OpenAIStub:
 # ---------------------------------------------------------------------- helpers for scripts
 
 def answer(kind: str, target: str | None = "m1", *, subject: str | None = None, relation: str | None = None,
-           value: str | None = None, reason: str = "scripted", confidence: float = 0.9) -> dict[str, Any]:
+           value: str | None = None, target_value: str | None = None, reason: str = "scripted",
+           confidence: float = 0.9) -> dict[str, Any]:
     """A well-formed placement answer (the validator's JSON schema)."""
-    return {"kind": kind, "target": None if kind == "new_branch" else target, "subject": subject,
-            "relation": relation, "value": value, "reason": reason, "confidence": confidence}
+    return {"subject": subject, "relation": relation, "value": value,
+            "target": None if kind == "new_branch" else target, "target_value": target_value, "reason": reason,
+            "kind": kind, "confidence": confidence}
 
 
 def last_user(body: dict[str, Any]) -> str:

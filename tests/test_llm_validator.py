@@ -64,7 +64,9 @@ def test_good_answer_is_decoded_and_costed(openai_stub):
     fmt = body["response_format"]
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
     schema = fmt["json_schema"]["schema"]
-    assert set(schema["required"]) == {"kind", "target", "subject", "relation", "value", "reason", "confidence"}
+    assert schema["required"] == ["subject", "relation", "value", "target", "target_value", "reason", "kind",
+                                  "confidence"], "the model reads the key and the target's value before the kind"
+    assert list(schema["properties"]) == schema["required"]
     assert schema["properties"]["kind"]["enum"] == ["duplicate", "child_update", "contradiction_fork", "new_branch"]
     assert labels_in(body) == ["m1", "m2"]
     assert label_of(body, "room 4") == "m2"

@@ -58,16 +58,21 @@ log = logging.getLogger(__name__)
 
 
 class LLMAnswer(BaseModel):
-    """The structured answer the model must give (its JSON schema is sent as response_format)."""
+    """The structured answer the model must give (its JSON schema is sent as response_format).
+
+    The fields are in the order the model writes them (the server's grammar follows the schema):
+    it reads the new memory's key, finds the memory about the same attribute of the same subject and
+    the value that one states, and explains, before it names the kind."""
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["duplicate", "child_update", "contradiction_fork", "new_branch"]
-    target: str | None
     subject: str | None
     relation: str | None
     value: str | None
+    target: str | None
+    target_value: str | None
     reason: str
+    kind: Literal["duplicate", "child_update", "contradiction_fork", "new_branch"]
     confidence: float
 
 

@@ -42,10 +42,16 @@ CFO) is "new_branch".
 factories, customers, pets, committees, amenities): another value is "new_branch", not a \
 contradiction.
 - If you are not sure the NEW memory makes the existing one false, answer "new_branch".
-- target is the label of ONE existing memory (for example "m1"), or null for "new_branch".
-- Also give the key of the NEW memory: subject (the name of the entity it is about, nothing \
-more), relation (the attribute, in snake_case), value (the attribute's value).
-- reason: one short sentence. confidence: a number from 0 to 1.
+Answer in this order:
+- subject, relation, value: the key of the NEW memory: subject (the name of the entity it is \
+about, nothing more), relation (the attribute, in snake_case; reuse an existing memory's relation \
+when it is the same attribute), value (the attribute's value).
+- target: the label of the ONE existing memory about the same attribute of the same subject (for \
+example "m1"), or null when there is none.
+- target_value: the value the target states for that attribute, as written there (null without \
+a target). Compare it with value: the same value (in other words or units) is "duplicate" or \
+"child_update"; another value is "contradiction_fork".
+- reason: one short sentence. kind: the decision. confidence: a number from 0 to 1.
 Answer with the JSON object only."""
 
 
@@ -67,9 +73,10 @@ def render_user(new_content: str, existing: Sequence[tuple[str, str, str | None]
 
 
 def _answer(kind: str, target: str | None, subject: str, relation: str, value: str, reason: str,
-            confidence: float) -> str:
-    return json.dumps({"kind": kind, "target": target, "subject": subject, "relation": relation, "value": value,
-                       "reason": reason, "confidence": confidence})
+            confidence: float, target_value: str | None = None) -> str:
+    """A worked answer, its fields in the schema's order (LLMAnswer)."""
+    return json.dumps({"subject": subject, "relation": relation, "value": value, "target": target,
+                       "target_value": target_value, "reason": reason, "kind": kind, "confidence": confidence})
 
 
 # Short worked examples, one per decision, and the traps: another attribute of the same subject,
@@ -81,18 +88,18 @@ FEW_SHOT: list[tuple[str, str]] = [
         ("m1", "The Lisbon office is run by Tomas Weber.", None),
         ("m2", "The Lisbon office opened in 2019.", None)]),
      _answer("contradiction_fork", "m1", "Lisbon office", "run_by", "Marta Ruiz",
-             "The office's manager changed from Tomas Weber to Marta Ruiz.", 0.9)),
+             "The office's manager changed from Tomas Weber to Marta Ruiz.", 0.9, "Tomas Weber")),
     (render_user("The quarterly review is on Friday at 2pm in the boardroom.", [
         ("m1", "The quarterly review is on Friday.", None)]),
      _answer("child_update", "m1", "quarterly review", "scheduled", "Friday at 2pm in the boardroom",
-             "Adds the time and room; Friday is unchanged.", 0.85)),
+             "Adds the time and room; Friday is unchanged.", 0.85, "Friday")),
     (render_user("Our cat Miso is allergic to chicken.", [
         ("m1", "Miso, the cat, has a chicken allergy.", None),
         ("m2", "Miso is four years old.", None)]),
-     _answer("duplicate", "m1", "Miso", "allergy", "chicken", "Same fact in other words.", 0.9)),
+     _answer("duplicate", "m1", "Miso", "allergy", "chicken", "Same fact in other words.", 0.9, "chicken")),
     (render_user("On Sundays the gym does not open.", [
         ("m1", "The gym is closed on Sundays.", None)]),
-     _answer("duplicate", "m1", "gym", "closed_on", "Sundays", "Same fact, reworded.", 0.9)),
+     _answer("duplicate", "m1", "gym", "closed_on", "Sundays", "Same fact, reworded.", 0.9, "Sundays")),
     (render_user("Ana's brother works at Deloitte.", [
         ("m1", "Ana works at Deloitte.", None)]),
      _answer("new_branch", None, "Ana's brother", "employer", "Deloitte",
@@ -100,7 +107,7 @@ FEW_SHOT: list[tuple[str, str]] = [
     (render_user("The nightly backup job starts at 3am.", [
         ("m1", "The nightly backup job starts at 1am.", None)]),
      _answer("contradiction_fork", "m1", "nightly backup job", "start_time", "3am",
-             "The start time changed from 1am to 3am.", 0.9)),
+             "The start time changed from 1am to 3am.", 0.9, "1am")),
     (render_user("Priya Nair speaks fluent Japanese.", [
         ("m1", "Priya Nair lives in Osaka.", None)]),
      _answer("new_branch", None, "Priya Nair", "speaks", "Japanese",
@@ -109,7 +116,7 @@ FEW_SHOT: list[tuple[str, str]] = [
         ("m1", "The CEO of Holloway Press is Ben Adair.", None),
         ("m2", "Holloway Press prints children's books.", None)]),
      _answer("contradiction_fork", "m1", "Holloway Press", "ceo", "Dana Kirsch",
-             "Same role in other words; the CEO changed from Ben Adair to Dana Kirsch.", 0.9)),
+             "Same role in other words; the CEO changed from Ben Adair to Dana Kirsch.", 0.9, "Ben Adair")),
     (render_user("Mikael Strom lives in Umea.", [
         ("m1", "Mikael Strand lives in Lulea.", None)]),
      _answer("new_branch", None, "Mikael Strom", "home_city", "Umea",
@@ -127,6 +134,26 @@ FEW_SHOT: list[tuple[str, str]] = [
         ("m2", "Kessler Tools has a factory in Ostrava.", None)]),
      _answer("new_branch", None, "Kessler Tools", "factory", "Brno",
              "A company can have several factories and a head office; nothing is replaced.", 0.85)),
+    (render_user("Departures of the Hvar ferry are now at quarter past ten.", [
+        ("m1", "The ferry to Hvar leaves at 9:40.", None)]),
+     _answer("contradiction_fork", "m1", "Hvar ferry", "departure_time", "10:15",
+             "The departure time changed from 9:40 to 10:15, worded differently.", 0.85, "9:40")),
+    (render_user("The support desk is staffed by 11 agents these days.", [
+        ("m1", "Nine agents work on the support desk.", None)]),
+     _answer("contradiction_fork", "m1", "support desk", "agent_count", "11",
+             "The number of agents changed from nine to 11.", 0.85, "nine")),
+    (render_user("The Hamids' boat is a 9-metre sailing yacht moored in Split.", [
+        ("m1", "The Hamid family owns a boat.", None)]),
+     _answer("child_update", "m1", "Hamid family", "boat", "a 9-metre sailing yacht moored in Split",
+             "Still their boat; adds its type, size and mooring.", 0.85, "a boat")),
+    (render_user("The Maple Street library has a 3D printer.", [
+        ("m1", "The Maple Street library has a cafe.", None)]),
+     _answer("new_branch", None, "Maple Street library", "amenities", "3D printer",
+             "A library has many amenities; a printer does not replace the cafe.", 0.85)),
+    (render_user("The billing service is hosted on Azure.", [
+        ("m1", "The billing service is written in Go.", None)]),
+     _answer("new_branch", None, "billing service", "hosting", "Azure",
+             "Same service, another attribute: hosting, not programming language.", 0.85)),
 ]
 
 

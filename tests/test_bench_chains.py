@@ -83,7 +83,11 @@ def test_every_question_is_scored_for_both_backends(three_chains):
         rows = [r for r in res["rows"] if r["backend"] == backend]
         assert sum(r["total"] for r in rows) == len(mine)
         assert sum(r["right"] for r in rows) == sum(r["correct"] for r in mine)
-    assert res["by_backend"]["fabric-text"]["keyed_chains"] <= len(chains) * len(bc.ORDERS)
+    fabric = res["by_backend"]["fabric-text"]
+    assert fabric["keyed_chains"] <= len(chains) * len(bc.ORDERS)
+    assert len(res["written"]) == len(chains) * len(bc.ORDERS)
+    # a right top-1 answer is also in the top k
+    assert all(r["in_top_k"] for r in qs if r["correct"] and not r["question"].startswith("key"))
     text = bc.markdown(res, "fabric bench chains")
     assert "stale returned as current" in text and "| out of order | as_of |" in text
 
@@ -96,6 +100,8 @@ def test_fabric_answers_the_control_chain_in_both_orders(three_chains):
     assert len(control) == 8
     wrong = [(r["case"], r["question"], r["got"]) for r in control if not r["correct"]]
     assert not wrong
+    ends = [w for w in res["written"] if w["case"].startswith("control-ada")]
+    assert [w["live_versions"] for w in ends] == [1, 1]      # the older version was superseded
 
 
 def test_the_flat_baseline_ignores_time(three_chains):

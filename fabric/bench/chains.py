@@ -34,7 +34,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import ValidationError
 from ..types import utcnow
-from .temporal import LAST_PHASE, WAIT_TIMEOUT, Case, FabricBackend, Fact, FlatBackend, Query, _same, evaluate, expected_value
+from .temporal import LAST_PHASE, TOP_K, WAIT_TIMEOUT, Case, FabricBackend, Fact, FlatBackend, Query, _same, evaluate, expected_value
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +195,27 @@ def key_answers(fab: Any, backend: FabricBackend, case: Case, chain: Chain) -> l
     return recs
 
 
+def ask_chain(fab: Any, b: Any, chain: Chain, case: Case) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """One written chain's questions on one backend, scored; for fabric also the key questions and
+    how the chain ended up (its live versions, its placements)."""
+    recs = []
+    for q in case.queries:
+        rec = evaluate(b, case, q)
+        rec["question_text"] = q.text
+        rec["question"] = "current" if q.asked == "now" else "as_of"
+        # Asked once more for the whole page: is the right version anywhere in the top k?
+        hits = b.ask(case, q.text, q.valid_at, None)
+        rec["in_top_k"] = any(case.facts[h.fid].role == "version" and _same(case.facts[h.fid].value, rec["expected"])
+                              for h in hits if h.fid is not None)
+        recs.append(rec)
+    if not isinstance(b, FabricBackend):
+        return recs, None
+    recs += key_answers(fab, b, case, chain)
+    live = [fid for fid in b.live(case, chain.question) if fid and case.facts[fid].role == "version"]
+    return recs, {"backend": b.name, "case": case.cid, "live_versions": len(live),
+                  "placements": b.stats.placements.get(case.cid, [])}
+
+
 def run(fab: Any, chains: Sequence[Chain], *, backends: Sequence[str] = BACKENDS,
         progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Write every chain in both orders to each backend, ask, and score. Needs a placement worker."""
@@ -212,6 +233,7 @@ def run(fab: Any, chains: Sequence[Chain], *, backends: Sequence[str] = BACKENDS
     active: list[Any] = []
     conn = None
     records: list[dict[str, Any]] = []
+    written: list[dict[str, Any]] = []  # per chain written to fabric: its live versions at the end, its placements
     try:
         for name in backends:
             if name == "fabric-text":
@@ -235,13 +257,10 @@ def run(fab: Any, chains: Sequence[Chain], *, backends: Sequence[str] = BACKENDS
             for phase in range(1, last_phase + 1):
                 b.ingest(phase, only_cases)
             for chain, case in cases:
-                for q in case.queries:
-                    rec = evaluate(b, case, q)
-                    rec["question_text"] = q.text
-                    rec["question"] = "current" if q.asked == "now" else "as_of"
-                    records.append(rec)
-                if isinstance(b, FabricBackend):
-                    records.extend(key_answers(fab, b, case, chain))
+                recs, state = ask_chain(fab, b, chain, case)
+                records.extend(recs)
+                if state is not None:
+                    written.append(state)
             rs = [r for r in records if r["backend"] == b.name]
             say(f"{b.name}: {sum(r['correct'] for r in rs)}/{len(rs)} right ({time.perf_counter() - bt:.1f}s)")
     finally:
@@ -253,10 +272,11 @@ def run(fab: Any, chains: Sequence[Chain], *, backends: Sequence[str] = BACKENDS
             "versions": {str(n): sum(len(c.versions) == n for c in chains)
                          for n in sorted({len(c.versions) for c in chains})},
             "backends": list(backends), "elapsed_s": round(time.perf_counter() - t0, 1),
-            **summarise(records, active, [c for _, c in cases]), "queries": records}
+            **summarise(records, written, active, [c for _, c in cases]), "queries": records, "written": written}
 
 
-def summarise(records: Sequence[dict[str, Any]], backends: Sequence[Any], cases: Sequence[Case]) -> dict[str, Any]:
+def summarise(records: Sequence[dict[str, Any]], written: Sequence[dict[str, Any]], backends: Sequence[Any],
+              cases: Sequence[Case]) -> dict[str, Any]:
     """Right / total per backend, write order and question; stale answers; how later versions were placed."""
     rows = []
     for b in backends:
@@ -266,18 +286,21 @@ def summarise(records: Sequence[dict[str, Any]], backends: Sequence[Any], cases:
                 if rs:
                     rows.append({"backend": b.name, "order": order, "question": question, "total": len(rs),
                                  "right": sum(r["correct"] for r in rs),
+                                 "in_top_k": sum(r["in_top_k"] for r in rs) if "in_top_k" in rs[0] else None,
                                  "stale": sum(bool(r.get("stale")) for r in rs)})
     per_backend = {}
     for b in backends:
         rs = [r for r in records if r["backend"] == b.name and not r["question"].startswith("key")]
         now = [r for r in rs if r["asked"] == "now"]
         entry: dict[str, Any] = {"right": sum(r["correct"] for r in rs), "total": len(rs),
+                                 "in_top_k": sum(r["in_top_k"] for r in rs), "top_k": TOP_K,
                                  "stale_returned": sum(bool(r.get("stale")) for r in now), "current_questions": len(now)}
         if isinstance(b, FabricBackend):
             # Every version written after the first of its chain should be a contradiction fork.
             later = [p["decision"] for c in cases for p in b.stats.placements.get(c.cid, [])[1:]
                      if c.facts[p["fid"]].role == "version"]
             entry["later_versions"] = {d: later.count(d) for d in sorted(set(later))}
+            entry["one_live_version"] = sum(w["live_versions"] == 1 for w in written if w["backend"] == b.name)
             entry["keyed_chains"] = sum(r["key"] is not None for r in records
                                         if r["backend"] == b.name and r["question"] == "key: current")
             entry["validator_calls_per_write"] = round(b.stats.validator_calls / max(b.stats.writes, 1), 2)
@@ -292,13 +315,16 @@ def markdown(results: dict[str, Any], command: str) -> str:
     lines = [f"`{command}` — {results['chains']} chains "
              f"({', '.join(f'{k} versions: {v}' for k, v in results['versions'].items())}), run {results['run_id']}, "
              f"{results['elapsed_s']:.0f} s", "",
+             f"Right answers / questions (top-1 live hit; in brackets: the right version anywhere in the top "
+             f"{TOP_K}).", "",
              "| write order | question | " + " | ".join(names) + " |", "|---|---|" + "---:|" * len(names)]
     for order in ORDERS:
         for question in QUESTIONS:
             cols = [cell.get((n, order, question)) for n in names]
             if any(cols):
                 lines.append(f"| {order.replace('_', ' ')} | {question} | " + " | ".join(
-                    "—" if c is None else f"{c['right']}/{c['total']}" for c in cols) + " |")
+                    "—" if c is None else f"{c['right']}/{c['total']}"
+                    + (f" ({c['in_top_k']})" if c["in_top_k"] is not None else "") for c in cols) + " |")
     by = results["by_backend"]
     lines.append("| | **stale returned as current** (search) | " + " | ".join(
         f"**{by[n]['stale_returned']}**/{by[n]['current_questions']}" for n in names) + " |")
@@ -306,6 +332,7 @@ def markdown(results: dict[str, Any], command: str) -> str:
         if "later_versions" in by[n]:
             lines += ["", f"{n}: versions after a chain's first placed as "
                       + ", ".join(f"{k} {v}" for k, v in by[n]["later_versions"].items())
-                      + f"; {by[n]['keyed_chains']} of {results['chains'] * len(ORDERS)} written chains carry a key; "
+                      + f"; {by[n]['one_live_version']} of {results['chains'] * len(ORDERS)} written chains end with "
+                        f"one live version; {by[n]['keyed_chains']} of {results['chains'] * len(ORDERS)} written chains carry a key; "
                         f"{by[n]['validator_calls_per_write']} validator calls per write"]
     return "\n".join(lines) + "\n"

@@ -41,6 +41,7 @@ def test_the_blind_sets_load_and_are_held_out():
     (lambda r: r["versions"][0].pop("value"), "c.versions[0].value"),
     (lambda r: r.update(versions=r["versions"][:1]), "c.versions"),
     (lambda r: r["distractors"].append("Ada Moreau works at Contoso."), "c.distractors"),
+    (lambda r: r.update(id="a chain id with spaces"), "c.id"),
 ])
 def test_a_bad_chain_is_refused_naming_the_field(change, field):
     rec = json.loads(json.dumps(CONTROL))
@@ -56,7 +57,7 @@ def test_write_orders():
         "current": "Initech"}, "c")
     assert bc.write_order(three, "in_order") == [0, 1, 2]
     assert bc.write_order(three, "out_of_order") == [2, 0, 1]
-    case = bc.to_case(three, "out_of_order", run_id="x")
+    case = bc.to_case(three, "out_of_order")
     assert [case.facts[f].value for f in case.write_order() if case.facts[f].role == "version"] == \
         ["Initech", "Northwind", "Contoso"]
 

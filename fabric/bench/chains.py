@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -111,8 +112,10 @@ def parse_chain(rec: Any, where: str) -> Chain:
                   as_of=_date(as_of.get("date"), f"{where}.as_of.date"),
                   as_of_value=_text(as_of, "value", f"{where}.as_of"), distractors=tuple(distractors),
                   split=rec.get("split"))
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,28}", chain.id):  # it names the flat baseline's table
+        raise ValidationError(f"{where}.id", f"{chain.id!r}: use 1-28 letters, digits, '-' or '_'")
     # The stated answers must be what the timeline says (a hand-written set checks itself).
-    case = to_case(chain, "in_order", run_id="check")
+    case = to_case(chain, "in_order")
     for field, at, stated in (("current", None, chain.current), ("as_of.value", chain.as_of, chain.as_of_value)):
         derived = expected_value(case, chain.subject, chain.relation, at)
         if not _same(derived, stated):
@@ -150,7 +153,7 @@ def write_order(chain: Chain, order: str) -> list[int]:
     raise ValidationError("order", f"{order!r}: choose from {', '.join(ORDERS)}")
 
 
-def to_case(chain: Chain, order: str, *, run_id: str) -> Case:
+def to_case(chain: Chain, order: str) -> Case:
     """The chain as a temporal-benchmark case: one phase per version (distractors in phase 1), a
     current and an as-of question."""
     cid = f"{chain.id}-{'in' if order == 'in_order' else 'ooo'}"
@@ -227,7 +230,7 @@ def run(fab: Any, chains: Sequence[Chain], *, backends: Sequence[str] = BACKENDS
         raise ValidationError("chains", "no chains to run")
     run_id = f"{utcnow():%y%m%d%H%M%S}{secrets.token_hex(2)}"
     t0 = time.perf_counter()
-    cases = [(chain, to_case(chain, order, run_id=run_id)) for order in ORDERS for chain in chains]
+    cases = [(chain, to_case(chain, order)) for order in ORDERS for chain in chains]
     say(f"run {run_id}: {len(chains)} chains x {len(ORDERS)} write orders, "
         f"{sum(len(c.facts) for _, c in cases)} writes per backend, backends {', '.join(backends)}")
     active: list[Any] = []

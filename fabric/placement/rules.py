@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Sequence
 
+from .align import Aligned, compare_aligned, relation_similarity
 from .facts import Fact, compare, extract, keyable, shared_relation, value_key
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
 
@@ -133,6 +134,38 @@ def single_substitution(old: list[str], new: list[str]) -> tuple[int, int, int, 
     return i1, i2, j1, j2
 
 
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """What two sentences were found to say about one fact, however it was read."""
+
+    subject: str
+    relation: str
+    old_value: str
+    new_value: str
+    how: str                      # "lexicon" or the alignment's reason
+    keyable: bool                 # may the new version carry the key
+    negated: bool = False
+    fact: Fact | None = None      # the new sentence's fact, when the lexicon read it
+
+    @classmethod
+    def from_facts(cls, old: Fact, new: Fact) -> "Statement":
+        return cls(old.subject, shared_relation(old, new) or new.relation, old.value, new.value, "lexicon",
+                   keyable(new), new.negated, new)
+
+    @classmethod
+    def from_alignment(cls, aligned: Aligned, c: Candidate) -> "Statement":
+        relation = c.relation if c.subject and normalise(c.subject) == normalise(aligned.subject) and c.relation \
+            else aligned.relation
+        return cls(aligned.subject, relation, aligned.old_value, aligned.new_value, aligned.why, True)
+
+    def key(self, near: Candidate) -> tuple[str, str]:
+        if self.fact is not None:
+            return canonical_key(self.fact, near, self.relation, spelled=self.subject)
+        if near.subject and near.relation and normalise(near.subject) == normalise(self.subject):
+            return near.subject, near.relation
+        return self.subject, self.relation
+
+
 class RuleValidator:
     name = "rule"
     model = None
@@ -167,37 +200,49 @@ class RuleValidator:
 
     def _by_fact(self, write: IncomingWrite, near: Sequence[Candidate]
                  ) -> tuple[Decision | None, set[uuid.UUID]]:
-        """Compare the (subject, relation, value) read from the write with each neighbour's. Returns a
+        """Compare the (subject, relation, value) read from the write with each neighbour's: by the lexicon
+        where it reads both sentences, else by aligning their names and values (align.py). Returns a
         decision, if a neighbour states the same fact, and the neighbours that state another one."""
-        found: list[tuple[str, Candidate, Fact, Fact]] = []
+        found: list[tuple[str, Candidate, Statement]] = []
         separate: set[uuid.UUID] = set()
         for c in near:
-            new, old = extract(write.content, c.content), extract(c.content, write.content)
-            if new is None or old is None:
-                continue
-            verdict = compare(old, new)
+            verdict, stated = self._compare(c, write)
             if verdict == "separate":
                 separate.add(c.id)
-            elif verdict != "unknown":
-                found.append((verdict, c, old, new))
+            elif verdict != "unknown" and stated is not None:
+                found.append((verdict, c, stated))
         if not found:
             return None, separate
         rank = {"duplicate": 0, "child_update": 1, "contradiction_fork": 2}
-        verdict, c, old, new = min(found, key=lambda f: (rank[f[0]], -f[1].valid_from.timestamp(), -f[1].similarity))
-        subject, relation = canonical_key(new, c, shared_relation(old, new) or new.relation, spelled=old.subject)
+        verdict, c, st = min(found, key=lambda f: (rank[f[0]], -f[1].valid_from.timestamp(), -f[1].similarity))
+        subject, relation = st.key(c)
         what = f"({subject}, {relation})"
         if verdict == "duplicate":
-            return Decision("duplicate", c.id, f"the same fact {what} = {new.value!r}, reworded", 0.85,
-                            self.name), separate
+            return Decision("duplicate", c.id, f"the same fact {what} = {st.new_value!r}, reworded ({st.how})",
+                            0.85, self.name), separate
         if verdict == "child_update":  # the parent holds the key: a detail valid from later must not take it over
-            return Decision("child_update", c.id, f"the same fact {what} = {new.value!r}, with more detail", 0.8,
-                            self.name), separate
-        keys = dict(subject=subject, relation=relation, value=new.value) if keyable(new) else {}
-        if new.negated:
-            return Decision("contradiction_fork", c.id, f"the fact {what} = {old.value!r} is negated", 0.75,
+            return Decision("child_update", c.id, f"the same fact {what} = {st.new_value!r}, with more detail "
+                            f"({st.how})", 0.8, self.name), separate
+        keys = dict(subject=subject, relation=relation, value=st.new_value) if st.keyable else {}
+        if st.negated:
+            return Decision("contradiction_fork", c.id, f"the fact {what} = {st.old_value!r} is negated", 0.75,
                             self.name), separate
         return Decision("contradiction_fork", c.id, f"the same fact {what} restated with another value: "
-                        f"{old.value!r} -> {new.value!r}", 0.85, self.name, **keys), separate
+                        f"{st.old_value!r} -> {st.new_value!r} ({st.how})", 0.85, self.name, **keys), separate
+
+    def _compare(self, c: Candidate, write: IncomingWrite) -> tuple[str, "Statement | None"]:
+        """The lexicon's verdict where it reads both sentences; the alignment's where it does not, and the
+        alignment's structural guards over the lexicon (a qualifier swapped, a relative, another unit)."""
+        new, old = extract(write.content, c.content), extract(c.content, write.content)
+        verdict = compare(old, new) if new is not None and old is not None else "unknown"
+        if verdict == "separate":
+            return verdict, None
+        aligned = compare_aligned(c.content, write.content, relation_similarity)
+        if verdict != "unknown":
+            if verdict == "contradiction_fork" and aligned.veto:
+                return "separate", None
+            return verdict, Statement.from_facts(old, new)
+        return aligned.verdict, Statement.from_alignment(aligned, c)
 
     def _by_key(self, write: IncomingWrite, new_words: list[str], keyed: Sequence[Candidate]) -> Decision | None:
         differing = [c for c in keyed if c.value is not None and value_key(c.value) != value_key(write.value or "")]
@@ -223,7 +268,7 @@ class RuleValidator:
             if negates(write.content) and not negates(c.content):  # "... is open" -> "... is not open"
                 return Decision("contradiction_fork", c.id, "the same statement, negated", 0.7, self.name)
             return Decision("child_update", c.id, "extends the existing memory with more detail", 0.8, self.name)
-        sub = single_substitution(old_words, new_words)
+        sub = single_substitution(old_words, new_words) if write.keyed else None  # text: the alignment reads values
         other_key = (write.keyed and c.subject is not None
                      and (normalise(c.subject), c.relation) != (normalise(write.subject or ""), write.relation))
         if sub is not None and not other_key:  # a different structured key is another fact, not a correction

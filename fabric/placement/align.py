@@ -135,6 +135,7 @@ _MANY = re.compile(r"\b(?:also|another|too|as well|additional|visited|visits|spe
                    r"|collects|owns|has an?|have an?|includes?|available on|member of|supports|offers|serves"
                    r"|sells|stocks|attends?|friends with)\b")
 _NEGATION = re.compile(r"\b(?:not|no longer|never|none|neither|nor|without)\b|n't\b")
+_CLAUSE = re.compile(r"[,;]|\b(?:and|but|with|who|which|while|because|although)\b")
 _WORD = re.compile(r"[a-z][a-z'-]*")
 
 
@@ -389,7 +390,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
         covered = len(wo & wn) / len(wo) if wo else 1.0
         added = len(only_new) + len(gained)
         if added >= 2 and (covered >= 0.75 or covered >= 0.5 and added >= 4 and not (old.many or new.many)):
-            if not gained and len(only_new) <= 3 and similarity(_phrase(old, shared), _phrase(new, shared)) >= \
+            clauses = len(_CLAUSE.findall(new.text)) > len(_CLAUSE.findall(old.text))  # "... and also avoids dairy"
+            if not gained and not clauses and len(only_new) <= 3 and similarity(_phrase(old, shared), _phrase(new, shared)) >= \
                     SAME_WORDING:  # a few words more, the same meaning: "is on" / "takes place on"
                 return Aligned("duplicate", "the same names, the relation reworded", subject_text,
                                relation=relation_name(old, shared))

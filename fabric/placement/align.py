@@ -32,7 +32,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from .facts import Span, _project, names
+from .facts import Span, _names as names, _project
 
 # ------------------------------------------------------------------------------ numbers written one way
 
@@ -124,7 +124,7 @@ _STOP = frozenset("""a an the is are was were be been being has have had of in o
 _CHANGE = frozenset("""now new newly changed change changes moved move moves switched switch updated update
     since currently these days nowadays anymore raised lowered increased decreased dropped grew grown slipped
     pushed promoted became become becomes replaced replacing instead latest recently today lately longer passed
-    went gone has been set reset officially effective starting renamed transferred shifted upgraded downgraded
+    went gone has been set reset sold bought officially effective starting renamed transferred shifted upgraded downgraded
     rewritten changed""".split())
 # "X's son attends ...", "X's husband works at ...": the fact is about someone else.
 _RELATIVES = frozenset("""son daughter child children kid kids wife husband spouse partner sister brother sibling
@@ -135,6 +135,21 @@ _MANY = re.compile(r"\b(?:also|another|too|as well|additional|visited|visits|spe
                    r"|collects|owns|has an?|have an?|includes?|available on|member of|supports|offers|serves"
                    r"|sells|stocks|attends?|friends with)\b")
 _NEGATION = re.compile(r"\b(?:not|no longer|never|none|neither|nor|without)\b|n't\b")
+_ACTIVITY = re.compile(r"\b(?:is|are|am|was|were)\s+(?:\w+ly\s+)?(?!being\b)\w{3,}ing\b")
+# Simple past right after a name: an event ("X presented ...", "X asked Y ..."); each is a fact of its own.
+# Verbs of change ("moved", "raised", "sold") state a new value instead (see _CHANGE).
+_EVENT_VERB = re.compile(r"(?:[a-z]{3,}ed|told|took|gave|met|went|made|sent|wrote|bought|left|found|built|won|lost"
+                         r"|ran|saw|spoke|brought|taught|paid|held|drove|flew|ate|read|gave|began|chose)$")
+
+
+def _event(text: str, anchors: tuple[Anchor, ...]) -> bool:
+    for a in anchors:
+        m = re.match(r"\s+(?:(?:also|then|just|recently|finally|once)\s+)?([a-z]+)\b", text[a.end:])
+        if m and _EVENT_VERB.match(m.group(1)) and m.group(1) not in _CHANGE:
+            return True
+    return False
+
+
 _CLAUSE = re.compile(r"[,;]|\b(?:and|but|with|who|which|while|because|although)\b")
 _WORD = re.compile(r"[a-z][a-z'-]*")
 
@@ -174,7 +189,8 @@ class Reading:
     anchors: tuple[Anchor, ...]
     words: tuple[str, ...]         # relation and detail stems outside the anchors, in order (no change words)
     negated: bool
-    many: bool                     # a verb of many values, or "also" / "another"
+    many: bool                     # a verb of many values, or "also" / "another", or an activity ("is mentoring")
+    event: bool                    # tells what someone did ("X presented the roadmap to Y"), not a state
     relatives: frozenset[str]
 
 
@@ -227,33 +243,40 @@ def _calendar(text: str, spans: tuple[Span, ...]) -> tuple[Span, ...]:
     return tuple(sorted((*spans, *extra), key=lambda sp: sp.start))
 
 
+@lru_cache(maxsize=16384)
+def _spans(text: str) -> tuple[tuple[Span, ...], Span | None]:
+    """facts.names of a canonical sentence, and a capitalised first word that may be grammar ("Call the
+    clinic", "Passwords must ...", "Orders under ..."), unless it is what the sentence is about ("Linear is
+    what the team uses")."""
+    spans = names(text)
+    first = spans[0] if spans else None
+    doubtful = first is not None and not text[:first.start].strip() and " " not in first.text \
+        and not first.number and not first.possessive and not _COPULA_AFTER.match(text[first.end:])
+    return spans, first if doubtful else None
+
+
 def _own_names(text: str, other: str) -> tuple[Span, ...]:
-    """facts.names, less a capitalised first word that is grammar ("Call the clinic", "Passwords must ...",
-    "Orders under ..."): kept only when the other sentence capitalises it too or it is what the sentence
-    is about ("Linear is what the team uses")."""
-    kept = []
-    for sp in names(text):
-        initial = not text[:sp.start].strip() and " " not in sp.text and not sp.number and not sp.possessive
-        if initial and not _COPULA_AFTER.match(text[sp.end:]) \
-                and not re.search(r"(?<![\w.])" + re.escape(sp.text) + r"(?!\w)", other):
-            continue
-        kept.append(sp)
-    return tuple(kept)
-
-
-def _anchors(text: str, other: str) -> tuple[Anchor, ...]:
-    own = _own_names(text, other)
-    spans = _calendar(text, _project(text, own, _own_names(other, text)) if other else own)
-    return tuple(Anchor(sp.key, _kind(sp), _unit(text, sp) if _kind(sp) == "number" else None, sp.start, sp.end)
-                 for sp in spans)
+    """The sentence's names; a doubtful first word only when the other sentence capitalises it too."""
+    spans, doubtful = _spans(text)
+    if doubtful is None or re.search(r"(?<![\w.])" + re.escape(doubtful.text) + r"(?!\w)", other):
+        return spans
+    return spans[1:]
 
 
 @lru_cache(maxsize=16384)
 def read(text: str, other: str = "") -> Reading:
     """A sentence's anchors and relation words; `other`: a sentence it is compared with (whose names are
-    looked for here in any case)."""
+    looked for here in any case). Cached per sentence and set of names: a neighbour is read once."""
     t, o = canonical(text), canonical(other) if other else ""
-    anchors = _anchors(t, o)
+    own = _own_names(t, o)
+    spans = _project(t, own, _own_names(o, t)) if o else own
+    return _read(t, spans)
+
+
+@lru_cache(maxsize=16384)
+def _read(t: str, spans: tuple[Span, ...]) -> Reading:
+    anchors = tuple(Anchor(sp.key, _kind(sp), _unit(t, sp) if _kind(sp) == "number" else None, sp.start, sp.end)
+                    for sp in _calendar(t, spans))
     low = t.lower()
     masked = list(low)
     for a in anchors:
@@ -261,7 +284,8 @@ def read(text: str, other: str = "") -> Reading:
     rest = "".join(masked)
     tokens = [w.removesuffix("'s").removesuffix("'") for w in _WORD.findall(rest)]
     words = tuple(stem(w) for w in tokens if w not in _STOP and w not in _CHANGE and len(w) > 1)
-    return Reading(low, anchors, words, _NEGATION.search(rest) is not None, _MANY.search(rest) is not None,
+    return Reading(low, anchors, words, _NEGATION.search(rest) is not None,
+                   _MANY.search(rest) is not None or _ACTIVITY.search(rest) is not None, _event(low, anchors),
                    frozenset(w for w in tokens if w in _RELATIVES))
 
 
@@ -346,6 +370,20 @@ def _marked(r: Reading, anchor: Anchor) -> bool:
     return r.text[anchor.end:anchor.end + 2] in ("'s", "' ") or _SUBJECT_MARK.search(r.text[:anchor.start]) is not None
 
 
+def _roles_swapped(old: Reading, new: Reading, shared: set[str]) -> bool:
+    """The same names in another order, joined by the same words: "A signed a contract with B" / "B signed
+    a contract with A", "A is mentoring B" / "B is mentoring A" (a passive, "A is managed by B" / "B manages
+    A", joins them by other words)."""
+    order_old = [a.key for a in old.anchors if a.key in shared]
+    order_new = [a.key for a in new.anchors if a.key in shared]
+    if len(order_old) < 2 or order_old == order_new:
+        return False
+    def joins(r: Reading) -> list[str]:
+        inner = [a for a in r.anchors if a.key in shared]
+        return [" ".join(_WORD.findall(r.text[x.end:y.start])) for x, y in zip(inner, inner[1:])]
+    return sorted(joins(old)) == sorted(joins(new))
+
+
 def _between(r: Reading, first: Anchor, second: Anchor) -> str:
     lo, hi = sorted((first, second), key=lambda a: a.start)
     return " ".join(_WORD.findall(r.text[lo.end:hi.start]))
@@ -362,12 +400,15 @@ def _version(a: Anchor, b: Anchor) -> bool:
 SAME_RELATION = 0.72    # masked sentences this close state the same attribute (their words differ)
 SAME_RELATION_TELLING = 0.40  # ... when the value is a phone number or an e-mail address: its sort tells the attribute
 _TELLING = ("phone", "email")
+NEAR_DUPLICATE = 0.75  # whole sentences at least this close before a duplicate is considered
 SAME_WORDING = 0.80     # ... and the same value, reworded: a duplicate
 
 
-def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str], float]) -> Aligned:
+def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str], float],
+                    sentence_similarity: float = 1.0) -> Aligned:
     """How a new sentence stands to an old one, by aligning anchors; `similarity` compares two masked
-    phrases (the real embedding model, cached)."""
+    phrases (the real embedding model, cached). `sentence_similarity`: the two whole sentences' cosine,
+    known already: a reworded duplicate is never far, so no phrase is embedded for one that is."""
     old, new = read(old_text, new_text), read(new_text, old_text)
     old_keys, new_keys = {a.key for a in old.anchors}, {a.key for a in new.anchors}
     shared = old_keys & new_keys
@@ -391,7 +432,7 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
         added = len(only_new) + len(gained)
         if added >= 2 and (covered >= 0.75 or covered >= 0.5 and added >= 4 and not (old.many or new.many)):
             clauses = len(_CLAUSE.findall(new.text)) > len(_CLAUSE.findall(old.text))  # "... and also avoids dairy"
-            if not gained and not clauses and len(only_new) <= 3 and similarity(_phrase(old, shared), _phrase(new, shared)) >= \
+            if not gained and not clauses and len(only_new) <= 3 and sentence_similarity >= NEAR_DUPLICATE and similarity(_phrase(old, shared), _phrase(new, shared)) >= \
                     SAME_WORDING:  # a few words more, the same meaning: "is on" / "takes place on"
                 return Aligned("duplicate", "the same names, the relation reworded", subject_text,
                                relation=relation_name(old, shared))
@@ -399,10 +440,12 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
                            relation=relation_name(old, shared))
         if gained:
             return Aligned("unknown", "the same names and a new one")
+        if _roles_swapped(old, new, shared):
+            return Aligned("unknown", "the same words with the roles swapped")
         if not only_old and not only_new:
             return Aligned("duplicate", "the same names and words, reordered", subject_text,
                            relation=relation_name(old, shared))
-        if _swap(old, new, shared) is None and \
+        if sentence_similarity >= NEAR_DUPLICATE and _swap(old, new, shared) is None and \
                 similarity(_phrase(old, shared), _phrase(new, shared)) >= SAME_WORDING:
             return Aligned("duplicate", "the same names, the relation reworded", subject_text,
                            relation=relation_name(old, shared))
@@ -424,6 +467,10 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
         return Aligned("separate", "no shared name")
     if old.negated != new.negated:
         return Aligned("separate", "one side negates")
+    if (old.event or new.event) and a.kind == "name" and not version:
+        return Aligned("separate", "an event, not a state: each is a fact of its own")
+    if len(old.anchors) > 2 and a.kind == "name" and not version:
+        return Aligned("separate", "one of several names changed")
     if (old.many or new.many) and a.kind == "name" and not version:
         return Aligned("separate", "a relation of many values", veto=True)
     swapped = _swap(old, new, shared)
@@ -467,18 +514,28 @@ _embedder = None
 _embedder_lock = threading.Lock()
 
 
-@lru_cache(maxsize=65536)
-def _phrase_vector(phrase: str) -> np.ndarray:
+_vectors: dict[str, np.ndarray] = {}  # per phrase, for the process (bounded below)
+_MAX_PHRASES = 65536
+
+
+def _phrase_vectors(*phrases: str) -> list[np.ndarray]:
+    """The phrases' vectors; the ones not seen yet are embedded in one batch."""
     global _embedder
     with _embedder_lock:
-        if _embedder is None:
-            from ..embed import LocalEmbedder
+        missing = [p for p in dict.fromkeys(phrases) if p not in _vectors]
+        if missing:
+            if _embedder is None:
+                from ..embed import LocalEmbedder
 
-            _embedder = LocalEmbedder(batch_size=8, threads=1)  # the real model, one thread: deterministic
-    return _embedder.embed([phrase])[0]
+                _embedder = LocalEmbedder(batch_size=8, threads=1)  # the real model, one thread: deterministic
+            if len(_vectors) + len(missing) > _MAX_PHRASES:
+                _vectors.clear()
+            _vectors.update(zip(missing, _embedder.embed(missing)))
+        return [_vectors[p] for p in phrases]
 
 
 def relation_similarity(a: str, b: str) -> float:
     """Cosine of two masked phrases by the real embedding model (all-MiniLM-L6-v2); each phrase embedded
     once per process."""
-    return float(_phrase_vector(a) @ _phrase_vector(b))
+    va, vb = _phrase_vectors(a, b)
+    return float(va @ vb)

@@ -313,7 +313,7 @@ def _project(text: str, own: tuple[Span, ...], other: tuple[Span, ...]) -> tuple
     folded = text.casefold()
     extra: list[Span] = []
     for sp in other:
-        if sp.number or any(sp.key == o.key for o in own):
+        if sp.number or sp.text.casefold() not in folded or any(sp.key == o.key for o in own):
             continue
         for m in re.finditer(r"(?<!\w)" + re.escape(sp.text.casefold()) + r"(?!\w)", folded):
             if not any(m.start() < o.end and o.start < m.end() for o in (*own, *extra)):

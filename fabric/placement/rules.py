@@ -237,7 +237,7 @@ class RuleValidator:
         verdict = compare(old, new) if new is not None and old is not None else "unknown"
         if verdict == "separate":
             return verdict, None
-        aligned = compare_aligned(c.content, write.content, relation_similarity)
+        aligned = compare_aligned(c.content, write.content, relation_similarity, c.similarity)
         if verdict != "unknown":
             if verdict == "contradiction_fork" and aligned.veto:
                 return "separate", None

@@ -370,6 +370,11 @@ def _marked(r: Reading, anchor: Anchor) -> bool:
     return r.text[anchor.end:anchor.end + 2] in ("'s", "' ") or _SUBJECT_MARK.search(r.text[:anchor.start]) is not None
 
 
+def clauses(r: Reading) -> int:
+    """How many clause marks a sentence has after its last name (commas, "and", "who", "with" ...)."""
+    return len(_CLAUSE.findall(r.text, r.anchors[-1].end if r.anchors else 0))
+
+
 def _roles_swapped(old: Reading, new: Reading, shared: set[str]) -> bool:
     """The same names in another order, joined by the same words: "A signed a contract with B" / "B signed
     a contract with A", "A is mentoring B" / "B is mentoring A" (a passive, "A is managed by B" / "B manages
@@ -431,8 +436,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
         covered = len(wo & wn) / len(wo) if wo else 1.0
         added = len(only_new) + len(gained)
         if added >= 2 and (covered >= 0.75 or covered >= 0.5 and added >= 4 and not (old.many or new.many)):
-            clauses = len(_CLAUSE.findall(new.text)) > len(_CLAUSE.findall(old.text))  # "... and also avoids dairy"
-            if not gained and not clauses and len(only_new) <= 3 and sentence_similarity >= NEAR_DUPLICATE and similarity(_phrase(old, shared), _phrase(new, shared)) >= \
+            more = clauses(new) > clauses(old)  # "... and also avoids dairy"
+            if not gained and not more and len(only_new) <= 3 and sentence_similarity >= NEAR_DUPLICATE and similarity(_phrase(old, shared), _phrase(new, shared)) >= \
                     SAME_WORDING:  # a few words more, the same meaning: "is on" / "takes place on"
                 return Aligned("duplicate", "the same names, the relation reworded", subject_text,
                                relation=relation_name(old, shared))

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Sequence
 
-from .align import Aligned, compare_aligned, relation_similarity
+from .align import Aligned, clauses, compare_aligned, read, relation_similarity
 from .facts import Fact, compare, extract, keyable, shared_relation, value_key
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
 
@@ -252,7 +252,7 @@ class RuleValidator:
                             f"same key ({write.subject}, {write.relation}) with a different value: "
                             f"{target.value!r} -> {write.value!r}", 0.95, self.name)
         for c in sorted(keyed, key=lambda c: -c.similarity):
-            if is_extension(words(c.content), new_words):
+            if is_extension(words(c.content), new_words) or adds_detail(c.content, write.content):
                 return Decision("child_update", c.id, "same key and value; the text adds detail", 0.85, self.name)
         target = max(keyed, key=lambda c: c.similarity)
         return Decision("duplicate", target.id,
@@ -287,6 +287,22 @@ class RuleValidator:
             return Decision("duplicate", c.id, f"paraphrase (similarity {c.similarity:.2f}, same names and numbers)",
                             0.7, self.name)
         return None
+
+
+def adds_detail(old_text: str, new_text: str) -> bool:
+    """Does a restatement of the same fact (same key and value) add detail, in whatever words it restates
+    it: two or more content words besides the relation's ("... as a data engineer"), a name or number the
+    old text lacks, or a clause of its own (", for its soundtrack")?"""
+    old, new = extract(old_text), extract(new_text)
+    if old is not None and new is not None and len(new.detail - old.detail) >= 2:
+        return True
+    ro, rn = read(old_text, new_text), read(new_text, old_text)
+    if {a.key for a in rn.anchors} - {a.key for a in ro.anchors}:
+        return True
+    added = set(rn.words) - set(ro.words)
+    if (old is None or new is None) and len(added) >= 2 and len(rn.words) >= len(ro.words) + 2:
+        return True  # the lexicon does not read them: more words, and two of them new
+    return clauses(rn) > clauses(ro) and bool(added)
 
 
 def _span(text: str, start: int, end: int) -> str:

@@ -450,8 +450,10 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
         if not only_old and not only_new:
             return Aligned("duplicate", "the same names and words, reordered", subject_text,
                            relation=relation_name(old, shared))
+        telling = any(x.kind in _TELLING for x in old.anchors)  # the same person and the same phone number
         if sentence_similarity >= NEAR_DUPLICATE and _swap(old, new, shared) is None and \
-                similarity(_phrase(old, shared), _phrase(new, shared)) >= SAME_WORDING:
+                similarity(_phrase(old, shared), _phrase(new, shared)) >= (SAME_RELATION_TELLING if telling
+                                                                          else SAME_WORDING):
             return Aligned("duplicate", "the same names, the relation reworded", subject_text,
                            relation=relation_name(old, shared))
         return Aligned("unknown", "the same names, other words")
@@ -462,12 +464,14 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     a, b = lost[0], gained[0]
     if a.kind != b.kind:
         return Aligned("separate", f"a {a.kind} became a {b.kind}")
-    if a.unit and b.unit and a.unit != b.unit:
+    if a.unit and b.unit and a.unit != b.unit and "money" in (a.unit, b.unit):
         return Aligned("separate", f"another unit ({a.unit} / {b.unit})", veto=True)
     version = a.kind == "name" and _version(a, b)
     if a.kind == "name" and not version and set(a.key.split()) & set(b.key.split()) \
             and old.anchors.index(a) == 0 and new.anchors.index(b) == 0:
         return Aligned("separate", f"another subject ({a.key} / {b.key})")  # name twins
+    if a.kind == "name" and shared and all(x.kind != "name" for x in old.anchors if x.key in shared):
+        return Aligned("separate", "only a number or time is shared: another subject")
     if not shared and not (a.kind != "name" or version) or not shared and len(wo & wn) < 2:
         return Aligned("separate", "no shared name")
     if old.negated != new.negated:

@@ -139,7 +139,8 @@ _SAME_THING = {"movie": "film", "films": "film", "movies": "film", "novel": "boo
 
 # ----------------------------------------------------------------------------------------- names
 
-_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[$€£]?\d(?:[\d,.:]*\d)?(?:\s?(?:%|am|pm))?|[^\W\d_][\w'’-]*|\S")
+_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?\d{2,4}(?:[ .-]\d{2,5}){1,4}(?=\W*$|\W\s|\s)(?<=\d{3}[ .-]\d{4})"
+                    r"|[$€£]?\d(?:[\d,.:]*\d)?(?:\s?(?:%|am|pm))?|[^\W\d_][\w'’-]*|\S")
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9}
 _CURRENCY_WORDS = {"dollars", "dollar", "euros", "euro", "pounds", "usd", "eur", "gbp"}
 # Capitalised at the start of a sentence, or part of a title: grammar, not a name.
@@ -456,10 +457,12 @@ def extract(text: str, other: str | None = None) -> Fact | None:
     """The sentence's triple, or None when its attribute is not in the lexicon or its names are
     not clear. `other`: a sentence it is compared with, whose names are looked for here in any case.
     Cached per sentence: a neighbour's text is read once, however many writes it is compared with."""
-    text = unicodedata.normalize("NFKC", text)
+    from .align import canonical  # numbers, times and phone numbers written one way ("twelve" -> 12)
+
+    text = canonical(text)
     if other is None or len(_names(text)) >= 2:
         return _extract(text, ())
-    return _extract(text, _names(unicodedata.normalize("NFKC", other)))
+    return _extract(text, _names(canonical(other)))
 
 
 @lru_cache(maxsize=16384)

@@ -362,6 +362,23 @@ def _qualified(old: Reading, new: Reading, shared: set[str]) -> str | None:
     return " ".join(added) if added and inside and "X" not in added and "Y" not in added else None
 
 
+_COPULA = re.compile(r"\s+(?:(?:now|also|still|currently|then)\s+)?(?:is|was|are|were|remains|has been|will be|'s)\b")
+
+
+def _acts(r: Reading, anchor: Anchor, shared: set[str]) -> bool:
+    """Does this name come before the names both sentences share, as the doer of a verb ("Milo calls the
+    family dog Biscuit", "The dog Milo walks ... answers to Biscuit")? Then it is the subject, not a value: a
+    value that leads is followed by "is" ("Node 20 is what the repo runs on")."""
+    first_shared = min((x.start for x in r.anchors if x.key in shared), default=-1)
+    return anchor.start < first_shared and _COPULA.match(r.text[anchor.end:]) is None \
+        and not r.text[anchor.end:].startswith(("'", ","))
+
+
+def _possessed(r: Reading, anchor: Anchor) -> bool:
+    """"Quentin's dog ...": a possessive name is what the sentence is about."""
+    return r.text[anchor.end:anchor.end + 2] in ("'s", "' ")
+
+
 _SUBJECT_MARK = re.compile(r"\b(?:of|for)\s+(?:the\s+)?$")
 
 
@@ -489,6 +506,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     qualifier = _qualified(old, new, shared)
     if qualifier:
         return Aligned("separate", f"a qualifier on one side only ({qualifier})", veto=True)
+    if a.kind == "name" and (_acts(old, a, shared) and _acts(new, b, shared) or _possessed(old, a) or _possessed(new, b)):
+        return Aligned("separate", f"another subject ({a.key} / {b.key})")  # "A calls the dog Biscuit" / "B ..."
     if a.kind == "name" and shared and _marked(old, a) and _marked(new, b) \
             and not any(_marked(old, x) for x in old.anchors if x.key in shared):
         return Aligned("separate", f"another subject ({a.key} / {b.key})")  # "the owner of Beacon" / "of Lighthouse"

@@ -115,7 +115,8 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("school", r"\bstud(?:ies|ied|ying) at\b|\bstudent at\b|\benrolled at\b|\bgraduate of\b|\bgraduated from\b"),
     _rel("birthplace", r"\bborn in\b|\bbirthplace\b|\bnative of\b|\bhometown\b"),
     _rel("budget", r"\bbudget\b", numeric=True),
-    _rel("headcount", r"\bemployees\b|\bheadcount\b|\bworkforce\b|\bstaff\b|\bemploys\b|\bon (?:its|the) payroll\b",
+    _rel("headcount", r"\bemployees\b|\bheadcount\b|\bworkforce\b|\bstaff\b|\bemploys\b|\bon (?:its|the) payroll\b"
+                      r"|\bpeople work\b",
          numeric=True),
     _rel("revenue", r"\brevenue\b|\bturnover\b|\bannual sales\b", numeric=True),
     _rel("price", r"\bcosts?\b|\bprice[ds]?\b|\bpriced at\b|\bsells for\b", numeric=True),
@@ -419,7 +420,7 @@ def _linked(masked: str, pa: int, pb: int, covered: list[tuple[int, int, str]]) 
 # Light verbs people restate a fact with ("switched to the Scale plan", "is located in Vilnius").
 _LINKING = frozenset("""moved switched located situated holds holding answers joined hired relocated transferred
     changed upgraded downgraded promoted elected stays staying sits living registered chose chosen picked
-    selected succeeded succeeds replaced replacing given gets got received""".split())
+    selected succeeded succeeds replaced replacing given gets got received numbers totals""".split())
 _AUXILIARIES = frozenset("does do did doesn't don't didn't will would can could may might should must shall "
                          "isn't wasn't".split())
 
@@ -524,6 +525,8 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
         subject, value = b, a
     else:
         subject, value = a, b
+    if subject.number and not value.number and any(r.numeric for r in rels):
+        subject, value = value, subject  # "400 people work at Driftwood Studios"
     if subject.number:
         return None
     dated = any(w in _MONTHS for w in value.key.split()) or bool(re.search(r"\d", value.text))

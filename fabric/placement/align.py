@@ -420,7 +420,7 @@ def _version(a: Anchor, b: Anchor) -> bool:
 
 # Chosen on the tune split of tests/data/placement_pairs_v2.jsonl; checked on its holdout.
 SAME_RELATION = 0.72    # masked sentences this close state the same attribute (their words differ)
-SAME_RELATION_TELLING = 0.40  # ... when the value is a phone number or an e-mail address: its sort tells the attribute
+SAME_RELATION_TELLING = 0.30  # ... when the value is a phone number or an e-mail address: its sort tells the attribute
 _TELLING = ("phone", "email")
 NEAR_DUPLICATE = 0.75  # whole sentences at least this close before a duplicate is considered
 SAME_WORDING = 0.80     # ... and the same value, reworded: a duplicate

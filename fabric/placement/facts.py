@@ -132,7 +132,7 @@ _MULTI = frozenset(r.name for r in RELATIONS if r.multi)
 _LEXICON_NAMES = frozenset(r.name for r in RELATIONS)
 
 # "favourite film" / "loves X more than any other film": one group per kind of thing.
-_FAVOURITE = re.compile(r"\bfavou?rite (\w+)|\bmore than any other (\w+)|\bbest-loved (\w+)|\btop (\w+)"
+_FAVOURITE = re.compile(r"\bfavou?rite (\w+)|\bmore than any other (\w+)|\bbest-loved (\w+)|\btop (?!job\b)(\w+)"
                         r"|\bof all (?:the )?(\w+)|\bthe (\w+) § (?:loves|likes|prefers|enjoys) (?:most|best)\b"
                         r"|\bfavou?rite\b")
 _SAME_THING = {"movie": "film", "films": "film", "movies": "film", "novel": "book", "books": "book", "novels": "book",
@@ -420,7 +420,7 @@ def _linked(masked: str, pa: int, pb: int, covered: list[tuple[int, int, str]]) 
 # Light verbs people restate a fact with ("switched to the Scale plan", "is located in Vilnius").
 _LINKING = frozenset("""moved switched located situated holds holding answers joined hired relocated transferred
     changed upgraded downgraded promoted elected stays staying sits living registered chose chosen picked
-    selected succeeded succeeds replaced replacing given gets got received numbers totals""".split())
+    selected succeeded succeeds replaced replacing given gets got received numbers totals runs held""".split())
 _AUXILIARIES = frozenset("does do did doesn't don't didn't will would can could may might should must shall "
                          "isn't wasn't".split())
 

@@ -32,7 +32,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from .facts import Span, _names as names, _project
+from .facts import Span, _names as names, _project, number_key
 
 # ------------------------------------------------------------------------------ numbers written one way
 
@@ -78,7 +78,7 @@ def _spell_numbers(text: str) -> str:
 
 
 _PHONE = re.compile(r"(?<![\w.])\+?\d{2,4}(?:[ .-]\d{2,5}){1,4}(?!\w|[.:]\d)")
-_CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d\d))?\s*(?:(a\.?m\.?|p\.?m\.?)(?!\w)|o'clock\b|(?=\s+in the (morning|afternoon"
+_CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d\d))?\s*(?:(a\.m\.|p\.m\.|am|pm)(?!\w)|o'clock\b|(?=\s+in the (morning|afternoon"
                     r"|evening)\b)|(?=\s+at night\b))", re.IGNORECASE)
 _BARE_CLOCK = re.compile(r"\b(\d{1,2}):(\d\d)\b")
 _DAY_PART = re.compile(r"(\d\d:\d\d)\s+(?:in the (?:morning|afternoon|evening)|at night)\b", re.IGNORECASE)
@@ -231,13 +231,16 @@ _CALENDAR = re.compile(r"\b(?:(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?|Janua
                        r"|\b(?:1[89]|20)\d\d\b")
 
 
+_STATEMENT_TIME = re.compile(r"\b(?:since|from|until|till|as of|starting|effective|through)\s+$", re.IGNORECASE)
+
+
 def _calendar(text: str, spans: tuple[Span, ...]) -> tuple[Span, ...]:
     """Days, months and years facts.names leaves out as times of the statement: here they may be the value
     ("the review is on Tuesdays" -> "every Thursday")."""
     extra = []
     for m in _CALENDAR.finditer(text):
-        if any(m.start() < sp.end and sp.start < m.end() for sp in spans):
-            continue
+        if any(m.start() < sp.end and sp.start < m.end() for sp in spans) or _STATEMENT_TIME.search(text[:m.start()]):
+            continue  # "Since March, ..." is when the statement holds, not a value
         key = re.sub(r"days?\b", "day", m.group().lower())
         extra.append(Span(m.start(), m.end(), m.group(), key, False, m.group().isdigit()))
     return tuple(sorted((*spans, *extra), key=lambda sp: sp.start))
@@ -250,6 +253,13 @@ def _spans(text: str) -> tuple[tuple[Span, ...], Span | None]:
     what the team uses")."""
     spans = names(text)
     first = spans[0] if spans else None
+    lead = re.match(r"[A-Z][a-z]+\s+(?=\d)", first.text) if first is not None and first.start == 0 else None
+    if lead and not _COPULA_AFTER.match(text[first.end:]):  # "Locker 214 belongs to ...": the number is the name
+        rest = first.text[lead.end():]
+        number = number_key(rest)
+        first = Span(first.start + lead.end(), first.end, rest, number or rest.casefold(), first.possessive,
+                     number is not None)
+        spans = (first, *spans[1:])
     doubtful = first is not None and not text[:first.start].strip() and " " not in first.text \
         and not first.number and not first.possessive and not _COPULA_AFTER.match(text[first.end:])
     return spans, first if doubtful else None
@@ -527,6 +537,24 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     old_value = canonical(old_text)[a.start:a.end]
     new_value = canonical(new_text)[b.start:b.end]
     return Aligned("contradiction_fork", why, subject_text, old_value, new_value, relation_name(old, shared))
+
+
+def single_key(text: str) -> tuple[str, str, str] | None:
+    """The (subject, relation, value) one sentence states outside the lexicon, when its grammar says
+    which name is the subject: two names, one possessive or after "of / for" ("Leon Ashby's parrot is
+    called Kiwi", "the phone number for the Ashgrove clinic is 555-0177"), or the first one doing
+    something to the second ("the Kestrel repo uses Node 18" has one name only: no key). Not for
+    events, activities, values of many, negations or relatives, as for the lexicon's keys."""
+    r = read(text)
+    if len(r.anchors) != 2 or r.negated or r.many or r.event or r.relatives:
+        return None
+    marked = [a for a in r.anchors if _possessed(r, a) or _SUBJECT_MARK.search(r.text[:a.start])]
+    if len(marked) != 1 or marked[0].kind != "name":
+        return None
+    subject = marked[0]
+    value = next(a for a in r.anchors if a is not subject)
+    t = canonical(text)
+    return t[subject.start:subject.end], relation_name(r, {subject.key}), t[value.start:value.end]
 
 
 def relation_name(r: Reading, shared: set[str]) -> str:

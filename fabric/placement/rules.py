@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Sequence
 
-from .align import Aligned, clauses, compare_aligned, read, relation_similarity
+from .align import Aligned, clauses, compare_aligned, read, relation_similarity, single_key
 from .facts import Fact, compare, extract, keyable, shared_relation, value_key
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
 
@@ -338,6 +338,9 @@ def with_text_keys(write: IncomingWrite, decision: Decision, candidates: Sequenc
         return decision
     target = next((c for c in candidates if c.id == decision.target_id), None)
     fact = extract(write.content, target.content if target else None)
+    if fact is None:  # outside the lexicon: a key only where the grammar marks the subject
+        key = single_key(write.content)
+        return replace(decision, subject=key[0], relation=key[1], value=key[2]) if key else decision
     if not keyable(fact):
         return decision
     subject, relation = canonical_key(fact, target, fact.relation)

@@ -338,7 +338,8 @@ def with_text_keys(write: IncomingWrite, decision: Decision, candidates: Sequenc
         return decision
     target = next((c for c in candidates if c.id == decision.target_id), None)
     fact = extract(write.content, target.content if target else None)
-    if fact is None:  # outside the lexicon: a key only where the grammar marks the subject
+    if fact is None or fact.loose and not (fact.lexical or fact.negated or fact.past):
+        # outside the lexicon: a key only where the grammar marks the subject
         key = single_key(write.content)
         return replace(decision, subject=key[0], relation=key[1], value=key[2]) if key else decision
     if not keyable(fact):

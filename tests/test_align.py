@@ -43,6 +43,7 @@ RESTATED_CHANGE = [
     ("The Hawthorn bakery opens at seven in the morning.", "Since March the Hawthorn bakery opens at 6:30 am."),
     ("The direct line for the Westgate clinic is 555-0161.", "You can call the Westgate clinic on 555 0199."),
     ("Marek Zielinski is on the Platform team.", "Marek Zielinski moved to the Growth team."),
+    ("Nora Lindgren's locker number is 214.", "Nora Lindgren now uses locker 305."),
     ("A ticket to the Ravensworth museum costs 12 euros.", "Ravensworth museum tickets went up to fifteen euros."),
 ]
 
@@ -86,9 +87,8 @@ def test_another_fact_is_never_a_contradiction(old, new):
 
 
 # Written with the cases above and missed: the masked relations are too far apart for the embedding
-# (0.72 and 0.6 beside the thresholds 0.72 and 0.80). Placed as new branches: nothing is lost.
+# (below the 0.80 a reworded duplicate needs). Placed as a new branch: nothing is lost.
 KNOWN_MISSES = [
-    ("Nora Lindgren's locker number is 214.", "Nora Lindgren now uses locker 305.", "contradiction_fork"),
     ("Nora Lindgren's locker number is 214.", "Locker 214 belongs to Nora Lindgren.", "duplicate"),
 ]
 

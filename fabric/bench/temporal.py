@@ -243,7 +243,7 @@ FILMS = ("Paper Harbour", "Copper Skies", "The Salt Road", "Winter Orchard", "Gl
 HEADCOUNTS = tuple(str(n) for n in range(120, 990, 35))
 PET_NAMES = ("Biscuit", "Pepper", "Juniper", "Waffles", "Clover", "Pickle", "Ziggy", "Mochi", "Rufus", "Tansy",
              "Barnaby", "Nutmeg", "Otis", "Saffron")
-PHONES = tuple(f"555-{n:04d}" for n in range(110, 990, 37))
+PHONES = tuple(f"+44 161 {n:03d} {n * 7 % 1000:03d}" for n in range(110, 990, 37))  # no 4-digit group: no year
 
 EPOCH = datetime(2012, 1, 1, tzinfo=timezone.utc)
 

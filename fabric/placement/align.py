@@ -131,9 +131,9 @@ _RELATIVES = frozenset("""son daughter child children kid kids wife husband spou
     mother father mom mum dad parent parents grandmother grandfather aunt uncle cousin niece nephew friend
     boss deputy assistant colleague neighbour neighbor fiance fiancee girlfriend boyfriend team-mate""".split())
 # A subject holds several values of these at once: a new name is another fact, not a correction.
-_MANY = re.compile(r"\b(?:also|another|too|as well|additional|visited|visits|speaks|speak|plays|play"
-                   r"|collects|owns|has an?|have an?|includes?|available on|member of|supports|offers|serves"
-                   r"|sells|stocks|attends?|friends with)\b")
+_MANY = re.compile(r"\b(?:visited|visits|speaks|speak|plays|play|collects|owns|has an?|have an?|includes?|available on|member of"
+                   r"|supports|offers|serves|sells|stocks|attends?|friends with)\b")
+_ALSO = re.compile(r"\b(?:also|another|too|as well|additional)\b")  # said outright: one more value
 _NEGATION = re.compile(r"\b(?:not|no longer|never|none|neither|nor|without)\b|n't\b")
 _ACTIVITY = re.compile(r"\b(?:is|are|am|was|were)\s+(?:\w+ly\s+)?(?!being\b)\w{3,}ing\b")
 # Simple past right after a name: an event ("X presented ...", "X asked Y ..."); each is a fact of its own.
@@ -189,7 +189,8 @@ class Reading:
     anchors: tuple[Anchor, ...]
     words: tuple[str, ...]         # relation and detail stems outside the anchors, in order (no change words)
     negated: bool
-    many: bool                     # a verb of many values, or "also" / "another", or an activity ("is mentoring")
+    many: bool                     # a verb of many values, or an activity ("is mentoring")
+    also: bool                     # "also", "another": one more value, said outright
     event: bool                    # tells what someone did ("X presented the roadmap to Y"), not a state
     relatives: frozenset[str]
 
@@ -295,7 +296,8 @@ def _read(t: str, spans: tuple[Span, ...]) -> Reading:
     tokens = [w.removesuffix("'s").removesuffix("'") for w in _WORD.findall(rest)]
     words = tuple(stem(w) for w in tokens if w not in _STOP and w not in _CHANGE and len(w) > 1)
     return Reading(low, anchors, words, _NEGATION.search(rest) is not None,
-                   _MANY.search(rest) is not None or _ACTIVITY.search(rest) is not None, _event(low, anchors),
+                   _MANY.search(rest) is not None or _ACTIVITY.search(rest) is not None,
+                   _ALSO.search(rest) is not None, _event(low, anchors),
                    frozenset(w for w in tokens if w in _RELATIVES))
 
 
@@ -462,7 +464,9 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
             return Aligned("unknown", "the new sentence leads with another name")
         covered = len(wo & wn) / len(wo) if wo else 1.0
         added = len(only_new) + len(gained)
-        if added >= 2 and (covered >= 0.75 or covered >= 0.5 and added >= 4 and not (old.many or new.many)):
+        tail = clauses(new) > clauses(old) and bool(only_new)  # a clause of its own after the names: ", the direct line"
+        if tail or added >= 2 and (covered >= 0.75 or covered >= 0.5 and added >= 4
+                                   and not (old.many or new.many or new.also)):
             more = clauses(new) > clauses(old)  # "... and also avoids dairy"
             if not gained and not more and len(only_new) <= 3 and sentence_similarity >= NEAR_DUPLICATE and similarity(_phrase(old, shared), _phrase(new, shared)) >= \
                     SAME_WORDING:  # a few words more, the same meaning: "is on" / "takes place on"
@@ -507,8 +511,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
         return Aligned("separate", "an event, not a state: each is a fact of its own")
     if len(old.anchors) > 2 and a.kind == "name" and not version:
         return Aligned("separate", "one of several names changed")
-    if (old.many or new.many) and a.kind == "name" and not version:
-        return Aligned("separate", "a relation of many values", veto=True)
+    if (old.many or new.many or new.also) and a.kind == "name" and not version:
+        return Aligned("separate", "a relation of many values", veto=new.also)
     swapped = _swap(old, new, shared)
     if swapped:  # another noun: another attribute; another predicate: maybe a rewording, but unsure
         return Aligned("separate", f"another {'attribute' if swapped[1] else 'predicate'} in the same frame "
@@ -546,7 +550,7 @@ def single_key(text: str) -> tuple[str, str, str] | None:
     something to the second ("the Kestrel repo uses Node 18" has one name only: no key). Not for
     events, activities, values of many, negations or relatives, as for the lexicon's keys."""
     r = read(text)
-    if len(r.anchors) != 2 or r.negated or r.many or r.event or r.relatives:
+    if len(r.anchors) != 2 or r.negated or r.many or r.also or r.event or r.relatives:
         return None
     marked = [a for a in r.anchors if _possessed(r, a) or _SUBJECT_MARK.search(r.text[:a.start])]
     if len(marked) != 1 or marked[0].kind != "name":

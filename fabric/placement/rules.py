@@ -241,6 +241,8 @@ class RuleValidator:
         if verdict != "unknown":
             if verdict == "contradiction_fork" and aligned.veto:
                 return "separate", None
+            if verdict == "duplicate" and adds_detail(c.content, write.content):
+                verdict = "child_update"  # ", for its soundtrack": one detail word, in a clause of its own
             return verdict, Statement.from_facts(old, new)
         return aligned.verdict, Statement.from_alignment(aligned, c)
 

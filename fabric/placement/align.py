@@ -96,6 +96,9 @@ def _clock(m: re.Match[str]) -> str:
     return f"{hour:02d}:{minute:02d}"
 
 
+_THERE = re.compile(r"\b((?:at|in)\s+(?:[A-Z][\w&'.-]*)(?:\s+[A-Z][\w&'.-]*)*)\s*([:;,–—-])(.*?)\bthere\b")
+
+
 @lru_cache(maxsize=16384)
 def canonical(text: str) -> str:
     """The sentence with numbers, times and phone numbers written one way (NFKC first)."""
@@ -104,6 +107,8 @@ def canonical(text: str) -> str:
     t = re.sub(r"\b(noon|midday)\b", "12:00", t, flags=re.IGNORECASE)
     t = re.sub(r"\bmidnight\b", "00:00", t, flags=re.IGNORECASE)
     t = _spell_numbers(t)
+    # "Ask anyone at Ostara Labs: Ada works there" -> "Ask anyone: Ada works at Ostara Labs"
+    t = _THERE.sub(lambda m: f"{m.group(2)}{m.group(3)}{m.group(1).split()[0]} {m.group(1).split(None, 1)[1]}", t)
     t = re.sub(r"\s*°\s*[CF]\b|°", " degrees", t)
     t = re.sub(r"\s*(?:per ?cent|percent)\b", "%", t, flags=re.IGNORECASE)
     t = _PHONE.sub(lambda m: re.sub(r"[ .-]", "", m.group()) if len(re.sub(r"\D", "", m.group())) >= 7

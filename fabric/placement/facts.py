@@ -55,7 +55,7 @@ def _rel(name: str, words: str, value_first: str | None = None, *, multi: bool =
 
 
 # "X leads / heads / runs Y" (X is the value), but not "heads to Lisbon", "runs for office".
-_LEADS = r"\b(?:leads|heads|runs|running)\b(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an)\b)"
+_LEADS = r"\b(?:leads|heads|runs|running)\b(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an|its business|its operations)\b)"
 
 
 # Order matters only for naming: the first group two sentences share names their attribute.
@@ -148,7 +148,8 @@ _CURRENCY_WORDS = {"dollars", "dollar", "euros", "euro", "pounds", "usd", "eur",
 _COMMON = frozenset("""the a an this that these those our their his her its my your since as in on at from after
     before today now currently yesterday recently home billing favourite favorite head when according update
     correction note per following effective starting also both every each all no not there it she he they we
-    for of by with to where who which what new old former latest current main chief you i we""".split())
+    for of by with to where who which what new old former latest current main chief you i we ask call contact
+    email please remember fyi reach dial""".split())
 _SENTENCE_PUNCT = frozenset(':;.!?"“(—–-')
 _TITLES = frozenset("""ceo cfo cto coo cmo chief executive officer dr mr mrs ms prof president chair chairman
     chairwoman director manager founder head hq vp""".split())
@@ -420,9 +421,13 @@ def _linked(masked: str, pa: int, pb: int, covered: list[tuple[int, int, str]]) 
 # Light verbs people restate a fact with ("switched to the Scale plan", "is located in Vilnius").
 _LINKING = frozenset("""moved switched located situated holds holding answers joined hired relocated transferred
     changed upgraded downgraded promoted elected stays staying sits living registered chose chosen picked
-    selected succeeded succeeds replaced replacing given gets got received numbers totals runs held""".split())
+    selected succeeded succeeds replaced replacing given gets got received numbers totals runs held business operations""".split())
 _AUXILIARIES = frozenset("does do did doesn't don't didn't will would can could may might should must shall "
                          "isn't wasn't".split())
+
+
+# "X's top job, CEO, is held by Y": the role in X, not another entity.
+_ROLE_WORDS = frozenset("top job role post position seat".split())
 
 
 def _whose(masked: str, subject: Span, at: int, covered: list[tuple[int, int, str]]) -> str:
@@ -432,7 +437,7 @@ def _whose(masked: str, subject: Span, at: int, covered: list[tuple[int, int, st
         for m in re.finditer(r"§|[a-z][a-z'-]*", masked[at + 3:]):
             if m.group() == "§" or _covered(covered, at + 3 + m.start()):
                 return ""
-            if m.group() not in _STOP and m.group() not in _ADJECTIVES:
+            if m.group() not in _STOP and m.group() not in _ADJECTIVES and m.group() not in _ROLE_WORDS:
                 return m.group()
         return ""
     m = re.search(r"([a-z][a-z'-]*)\s+(?:of|for)\s+$", masked[:at])

@@ -136,7 +136,8 @@ _RELATIVES = frozenset("""son daughter child children kid kids wife husband spou
     mother father mom mum dad parent parents grandmother grandfather aunt uncle cousin niece nephew friend
     boss deputy assistant colleague neighbour neighbor fiance fiancee girlfriend boyfriend team-mate""".split())
 # A subject holds several values of these at once: a new name is another fact, not a correction.
-_MANY = re.compile(r"\b(?:visited|visits|speaks|speak|plays|play|collects|owns|has an?|have an?|includes?|available on|member of"
+_MANY = re.compile(r"\b(?:visited|visits|speaks|speak|plays|play|collects|owns|includes?|available on|member of"
+                   r"|ha(?:s|ve) an? (?![\w-]+ (?:named|called)\b)"  # but "has a dog named Ziggy": its name
                    r"|supports|offers|serves|sells|stocks|attends?|friends with)\b")
 _ALSO = re.compile(r"\b(?:also|another|too|as well|additional)\b")  # said outright: one more value
 _NEGATION = re.compile(r"\b(?:not|no longer|never|none|neither|nor|without)\b|n't\b")

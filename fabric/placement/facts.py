@@ -266,6 +266,9 @@ def names(text: str) -> tuple[Span, ...]:
                 close()  # a possessive ends the name
         elif run and low in _SCALE and run[-1][2].lstrip("$€£")[:1].isdigit() or run and low in _CURRENCY_WORDS:
             run.append((s, e, tok))  # "2 million", "20 dollars"
+        elif run and low in ("of", "the", "and") and run[0][2] in ("A", "An", "The") and run[0][0] > 0 \
+                and nxt[:1].isupper():
+            run.append((s, e, tok))  # a title mid-sentence: "names A House of Kites as a favourite film"
         else:
             close()
     close()

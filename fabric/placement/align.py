@@ -334,9 +334,10 @@ def _tokens(r: Reading, shared: set[str]) -> list[str]:
     return [w for w in out if w not in _CHANGE]
 
 
-def _phrase(r: Reading, shared: set[str]) -> str:
-    """What the relation looks like, in its content words: "X parrot called Y" ("X's parrot is called Y")."""
-    return " ".join(w for w in _tokens(r, shared) if w not in _STOP)
+def _phrase(r: Reading, shared: set[str], content: bool = True) -> str:
+    """What the relation looks like: in its content words ("X parrot called Y" for "X's parrot is called
+    Y") to tell attributes apart, all its words to tell a rewording."""
+    return " ".join(w for w in _tokens(r, shared) if not content or w not in _STOP)
 
 
 def _swap(old: Reading, new: Reading, shared: set[str]) -> tuple[str, bool] | None:
@@ -474,8 +475,9 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
         if tail or added >= 2 and (covered >= 0.75 or covered >= 0.5 and added >= 4
                                    and not (old.many or new.many or new.also)):
             more = clauses(new) > clauses(old)  # "... and also avoids dairy"
-            if not gained and not more and len(only_new) <= 3 and sentence_similarity >= NEAR_DUPLICATE and similarity(_phrase(old, shared), _phrase(new, shared)) >= \
-                    SAME_WORDING:  # a few words more, the same meaning: "is on" / "takes place on"
+            if not gained and not more and len(only_new) <= 3 and sentence_similarity >= NEAR_DUPLICATE and \
+                    similarity(_phrase(old, shared, False), _phrase(new, shared, False)) >= SAME_WORDING:
+                # a few words more, the same meaning: "is on" / "takes place on"
                 return Aligned("duplicate", "the same names, the relation reworded", subject_text,
                                relation=relation_name(old, shared))
             return Aligned("child_update", f"the same names, {added} more details", subject_text,
@@ -489,8 +491,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
                            relation=relation_name(old, shared))
         telling = any(x.kind in _TELLING for x in old.anchors)  # the same person and the same phone number
         if sentence_similarity >= NEAR_DUPLICATE and _swap(old, new, shared) is None and \
-                similarity(_phrase(old, shared), _phrase(new, shared)) >= (SAME_RELATION_TELLING if telling
-                                                                          else SAME_WORDING):
+                similarity(_phrase(old, shared, False), _phrase(new, shared, False)) >= (
+                    SAME_RELATION_TELLING if telling else SAME_WORDING):
             return Aligned("duplicate", "the same names, the relation reworded", subject_text,
                            relation=relation_name(old, shared))
         return Aligned("unknown", "the same names, other words")
@@ -591,9 +593,11 @@ def _phrase_vectors(*phrases: str) -> list[np.ndarray]:
         missing = [p for p in dict.fromkeys(phrases) if p not in _vectors]
         if missing:
             if _embedder is None:
-                from ..embed import LocalEmbedder
+                from .. import embed
 
-                _embedder = LocalEmbedder(batch_size=8, threads=1)  # the real model, one thread: deterministic
+                # the process's local model if it has one (a worker does), else one of our own: one thread
+                _embedder = next((e for e in list(embed._shared.values()) if isinstance(e, embed.LocalEmbedder)),
+                                 None) or embed.LocalEmbedder(batch_size=8, threads=1)
             if len(_vectors) + len(missing) > _MAX_PHRASES:
                 _vectors.clear()
             _vectors.update(zip(missing, _embedder.embed(missing)))

@@ -156,7 +156,8 @@ class Statement:
     def from_alignment(cls, aligned: Aligned, c: Candidate) -> "Statement":
         relation = c.relation if c.subject and normalise(c.subject) == normalise(aligned.subject) and c.relation \
             else aligned.relation
-        return cls(aligned.subject, relation, aligned.old_value, aligned.new_value, aligned.why, True)
+        # no shared name (a subject in lower-case words: "the billing service"): no key
+        return cls(aligned.subject, relation, aligned.old_value, aligned.new_value, aligned.why, bool(aligned.subject))
 
     def key(self, near: Candidate) -> tuple[str, str]:
         if self.fact is not None:
@@ -216,7 +217,7 @@ class RuleValidator:
         rank = {"duplicate": 0, "child_update": 1, "contradiction_fork": 2}
         verdict, c, st = min(found, key=lambda f: (rank[f[0]], -f[1].valid_from.timestamp(), -f[1].similarity))
         subject, relation = st.key(c)
-        what = f"({subject}, {relation})"
+        what = f"({subject}, {relation})" if subject else f"({relation})"
         if verdict == "duplicate":
             return Decision("duplicate", c.id, f"the same fact {what} = {st.new_value!r}, reworded ({st.how})",
                             0.85, self.name), separate

@@ -441,6 +441,7 @@ def _version(a: Anchor, b: Anchor) -> bool:
 SAME_RELATION = 0.74    # masked sentences this close state the same attribute (their words differ)
 SAME_RELATION_TELLING = 0.30  # ... when the value is a phone number or an e-mail address: its sort tells the attribute
 _TELLING = ("phone", "email")
+FAR = 0.50            # whole sentences further apart than this, in other words, are not one attribute
 NEAR_DUPLICATE = 0.75  # whole sentences at least this close before a duplicate is considered
 SAME_WORDING = 0.80     # ... and the same value, reworded: a duplicate
 
@@ -541,6 +542,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
             return Aligned("separate", "the same words with the roles swapped")
     why = "the same relation words"
     if only_old or only_new:
+        if sentence_similarity < FAR:  # no phrase embedded for sentences this far apart
+            return Aligned("separate", f"other words, sentences far apart ({sentence_similarity:.2f} < {FAR})")
         sim = similarity(_phrase(old, shared), _phrase(new, shared))
         needed = SAME_RELATION if a.kind not in _TELLING else SAME_RELATION_TELLING
         if sim < needed:

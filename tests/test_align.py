@@ -45,6 +45,7 @@ RESTATED_CHANGE = [
     ("Marek Zielinski is on the Platform team.", "Marek Zielinski moved to the Growth team."),
     ("Nora Lindgren's locker number is 214.", "Nora Lindgren now uses locker 305."),
     ("A ticket to the Ravensworth museum costs 12 euros.", "Ravensworth museum tickets went up to fifteen euros."),
+    ("The nightly Kestrel backup takes 40 minutes.", "The nightly Kestrel backup now takes two hours."),  # one dimension
 ]
 
 # (old, new): the same fact and value, reworded.
@@ -67,6 +68,7 @@ ANOTHER_FACT = [
     ("Tomas Reyna recommended Signe Holt for the Oslo role.",
      "Signe Holt recommended Tomas Reyna for the Oslo role."),                               # roles swapped
     ("Ilse Brandt calls her cat Miso.", "Petra Voss calls her cat Miso."),                    # another owner
+    ("The Birchwood lab employs 8 engineers.", "The Birchwood lab now includes 3 designers."),  # other things counted
     ("The Juniper build server runs Ubuntu 22.04.", "The Juniper build server is not on Ubuntu 24.04."),
 ]
 

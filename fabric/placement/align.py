@@ -223,6 +223,18 @@ def _kind(span: Span) -> str:
     return "number" if span.number else "name"
 
 
+# Units of one dimension measure one attribute ("30 seconds" -> "two minutes"); other nouns count other things.
+_DIMENSIONS = {**{stem(w): "time" for w in "second seconds minute minutes hour hours day days week weeks month months"
+                  " year years".split()},
+               **{stem(w): "length" for w in "mm cm metre metres meter meters km kilometres miles mile feet foot inch"
+                  " inches".split()},
+               **{stem(w): "weight" for w in "g gram grams kg kilo kilos kilograms pound pounds lb lbs".split()}}
+
+
+def _dimension(unit: str) -> str:
+    return _DIMENSIONS.get(unit, unit)
+
+
 def _unit(text: str, span: Span) -> str | None:
     if _CURRENCY.search(span.text) or _CURRENCY.match(text[span.end:].lstrip()):
         return "money"
@@ -290,10 +302,18 @@ def read(text: str, other: str = "") -> Reading:
     return _read(t, spans)
 
 
+def _anchor(t: str, sp: Span) -> Anchor:
+    kind = _kind(sp)
+    unit = _unit(t, sp) if kind == "number" else None
+    end = sp.end
+    if unit in _DIMENSIONS:  # "40 minutes" is the value, not a number and a word of the relation
+        end = sp.end + re.match(r"\s*[a-z]+", t[sp.end:].lower()).end()
+    return Anchor(sp.key, kind, unit, sp.start, end)
+
+
 @lru_cache(maxsize=16384)
 def _read(t: str, spans: tuple[Span, ...]) -> Reading:
-    anchors = tuple(Anchor(sp.key, _kind(sp), _unit(t, sp) if _kind(sp) == "number" else None, sp.start, sp.end)
-                    for sp in _calendar(t, spans))
+    anchors = tuple(_anchor(t, sp) for sp in _calendar(t, spans))
     low = t.lower()
     masked = list(low)
     for a in anchors:
@@ -504,8 +524,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     a, b = lost[0], gained[0]
     if a.kind != b.kind:
         return Aligned("separate", f"a {a.kind} became a {b.kind}")
-    if a.unit and b.unit and a.unit != b.unit and "money" in (a.unit, b.unit):
-        return Aligned("separate", f"another unit ({a.unit} / {b.unit})", veto=True)
+    if a.unit and b.unit and _dimension(a.unit) != _dimension(b.unit):  # "8 engineers" / "3 designers"
+        return Aligned("separate", f"another unit ({a.unit} / {b.unit})", veto="money" in (a.unit, b.unit))
     version = a.kind == "name" and _version(a, b)
     if a.kind == "name" and not version and set(a.key.split()) & set(b.key.split()) \
             and old.anchors.index(a) == 0 and new.anchors.index(b) == 0:

@@ -21,7 +21,7 @@ def verdict(old: str, new: str) -> str:
     ("The clinic opens at 8 am.", "The clinic opens at 08:00."),
     ("The clinic opens at 8:00 in the morning.", "The clinic opens at 08:00."),
     ("The bar closes at 11pm.", "The bar closes at 23:00."),
-    ("Call 555-0142 or 555 0142.", "Call 5550142 or 5550142."),
+    ("Call 555-0142 or 555 0142.", "Call 555-0142 or 555-0142."),
     ("Lunch is at noon.", "Lunch is at 12:00."),
     ("The pool is heated to 28°C.", "The pool is heated to 28 degrees."),
 ])
@@ -117,7 +117,7 @@ def test_a_restatement_with_added_detail_adds_detail_whatever_its_words():
 def test_a_single_sentence_keys_a_fact_only_where_the_grammar_names_its_subject():
     assert single_key("Nora Lindgren's locker number is 214.") == ("Nora Lindgren", "locker_number", "214")
     assert single_key("The direct line for the Westgate clinic is 555-0161.") == (
-        "Westgate", "direct_line_clinic", "5550161")
+        "Westgate", "direct_line_clinic", "555-0161")
     assert single_key("Marek Zielinski has visited Norway.") is None         # one of many values
     assert single_key("Ilse Brandt presented the roadmap to Tessera Bank.") is None  # an event
     assert single_key("Marek Zielinski's son attends Linden School.") is None       # about a relative

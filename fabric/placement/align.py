@@ -96,6 +96,7 @@ def _clock(m: re.Match[str]) -> str:
     return f"{hour:02d}:{minute:02d}"
 
 
+_ISO_DATE = re.compile(r"\d{4}-\d\d-\d\d")
 _THERE = re.compile(r"\b((?:at|in)\s+(?:[A-Z][\w&'.-]*)(?:\s+[A-Z][\w&'.-]*)*)\s*([:;,–—-])(.*?)\bthere\b")
 
 
@@ -111,8 +112,8 @@ def canonical(text: str) -> str:
     t = _THERE.sub(lambda m: f"{m.group(2)}{m.group(3)}{m.group(1).split()[0]} {m.group(1).split(None, 1)[1]}", t)
     t = re.sub(r"\s*°\s*[CF]\b|°", " degrees", t)
     t = re.sub(r"\s*(?:per ?cent|percent)\b", "%", t, flags=re.IGNORECASE)
-    t = _PHONE.sub(lambda m: re.sub(r"[ .-]", "", m.group()) if len(re.sub(r"\D", "", m.group())) >= 7
-                   else m.group(), t)
+    t = _PHONE.sub(lambda m: re.sub(r"[ .-]", "-", m.group()) if len(re.sub(r"\D", "", m.group())) >= 7
+                   and not _ISO_DATE.fullmatch(m.group()) else m.group(), t)  # "555 0177" -> "555-0177": one token
     t = _CLOCK.sub(_clock, t)
     t = _BARE_CLOCK.sub(lambda m: f"{int(m.group(1)):02d}:{m.group(2)}" if int(m.group(1)) < 24 else m.group(), t)
     return _DAY_PART.sub(r"\1", t)
@@ -216,7 +217,7 @@ def _kind(span: Span) -> str:
         return "time"
     if "@" in span.text:
         return "email"
-    if re.fullmatch(r"\+?\d{7,}", span.text):
+    if re.fullmatch(r"\+?\d[\d-]{5,}\d", span.text) and len(re.sub(r"\D", "", span.text)) >= 7:
         return "phone"
     if _DATE_WORD.match(span.text):
         return "date"

@@ -140,7 +140,7 @@ _SAME_THING = {"movie": "film", "films": "film", "movies": "film", "novel": "boo
 
 # ----------------------------------------------------------------------------------------- names
 
-_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?\d{2,4}(?:[ .-]\d{2,5}){1,4}(?=\W*$|\W\s|\s)(?<=\d{3}[ .-]\d{4})"
+_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?(?!\d{4}-\d\d-\d\d\b)(?=(?:-?\d){7})\d{2,4}(?:-\d{2,5}){1,4}\b"
                     r"|[$€£]?\d(?:[\d,.:]*\d)?(?:\s?(?:%|am|pm))?|[^\W\d_][\w'’-]*|\S")
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9}
 _CURRENCY_WORDS = {"dollars", "dollar", "euros", "euro", "pounds", "usd", "eur", "gbp"}
@@ -232,7 +232,8 @@ def value_key(text: str) -> str:
 
 
 def _is_name(tok: str) -> bool:
-    return tok[0].isupper() or tok[0].isdigit() or tok[0] in "$€£" or "@" in tok
+    return tok[0].isupper() or tok[0].isdigit() or tok[0] in "$€£" or "@" in tok or tok[:2].startswith("+") \
+        and tok[1:2].isdigit()
 
 
 def names(text: str) -> tuple[Span, ...]:

@@ -1,20 +1,25 @@
 """The local, deterministic validator: keys first, then the facts sentences state, then sentence
 frames, then similarity.
 
-It reads the structured key when the write has one. Without keys, it reads the (subject, relation,
-value) each sentence states (facts.py: names, a relation lexicon of synonym groups, grammatical
-roles) and compares the write's with each neighbour's: the same subject and relation with the same
-value is a duplicate (or a child update with more detail), with another value a contradiction;
-another subject or attribute keeps that neighbour out of the rest. A decision on a text-only write
-carries the key its sentence states. Sentences it cannot read fall back to word sequences
-("frames") of close neighbours:
+It reads the structured key when the write has one (the same key and value restated with added
+detail is a child update: `adds_detail`). Without keys, it reads the (subject, relation, value)
+each sentence states (facts.py: names, a relation lexicon of synonym groups, grammatical roles) and
+compares the write's with each neighbour's: the same subject and relation with the same value is a
+duplicate (or a child update with more detail), with another value a contradiction; another
+subject or attribute keeps that neighbour out of the rest. Where the lexicon does not read both
+sentences, their names and values are aligned instead (align.py: relations no word list names,
+compared by stemmed words and the real embedding model), and the alignment's structural guards
+(a qualifier or noun swapped in one frame, a relative, another unit, "also") overrule a lexicon
+contradiction. A decision on a text-only write carries the key its sentence states. Sentences
+neither reads fall back to word sequences ("frames") of close neighbours:
 - the same words                                  -> duplicate
 - the old words, in order, plus more              -> child update (added detail), or a
   contradiction when what is added is a negation ("is open" -> "is not open")
-- the same frame with one span swapped in a value position -> contradiction (a changed value):
+- for keyed writes only, the same frame with one span swapped in a value position -> contradiction:
   the span ends the sentence or sits in its second half, or it follows the sentence's leading
   name and a word of the frame and holds a name or number on both sides
-  ("Meridian Bio has Jonathan Hale as its CEO" -> "... has Priya Nair as its CEO")
+  ("Meridian Bio has Jonathan Hale as its CEO" -> "... has Priya Nair as its CEO"); for text the
+  alignment reads values ("has a spa" -> "has a rooftop bar" is no correction)
 - the same names and numbers, high similarity     -> duplicate (a paraphrase), unless one text
   negates and the other does not, or the two hold the same words in another order (a role
   swap: "A reports to B" / "B reports to A")

@@ -6,7 +6,9 @@ Run with:  FABRIC_TEST_LLM=1 pytest -m llm tests/test_llm_real.py -s
 
 It asserts schema-valid output, the client plumbing and accuracy thresholds on the fixed labelled
 sets (tests/data/placement_pairs.jsonl and the rephrased placement_pairs_v2.jsonl, whose "holdout"
-split no prompt work looked at), never exact labels on arbitrary text."""
+split no prompt work looked at), never exact labels on arbitrary text. The validator runs as placement
+runs it: its rules first, the model for the pairs they cannot read (one request at most per pair).
+On a loaded 2-core machine a model call takes ~30-60 s with one thread: this tier takes an hour or more."""
 
 from __future__ import annotations
 

@@ -145,7 +145,7 @@ def test_rules_first_settle_what_they_read_and_ask_the_model_the_rest(openai_stu
     meeting = cand("The weekly sync is on Monday at 10am.")
     openai_stub.script(lambda body: answer("contradiction_fork", label_of(body, "10am"), subject="weekly sync",
                                            relation="Meeting Time", value="Monday at 11am", confidence=0.9))
-    d = v.decide(incoming("The weekly sync moved to Monday at 11am."), [meeting])
+    d = v.decide(incoming("We now meet for the weekly sync an hour later."), [meeting])
     assert (d.kind, d.target_id, d.called, d.validator) == ("contradiction_fork", meeting.id, True, "llm")
     assert (d.subject, d.relation, d.value) == ("weekly sync", "meeting_time", "Monday at 11am")
     assert openai_stub.count == 1 and v.stats.snapshot()["decisions"] == 1
@@ -379,7 +379,8 @@ def test_worker_places_by_the_llm_decision(llm_fab, stub, org):
     stub.script(lambda body: answer("contradiction_fork", label_of(body, "Monday at 10am"), subject="weekly sync",
                                     relation="meeting_time", value="Monday at 11am", reason="time moved",
                                     confidence=0.85))
-    p = llm_fab.wait(llm_fab.write("The weekly sync is on Monday at 11am.", org=org), timeout=60)
+    # worded so that the rules cannot read it: the model decides
+    p = llm_fab.wait(llm_fab.write("We now meet for the weekly sync an hour later.", org=org), timeout=60)
     assert stub.count == 1
     assert (p.decision, p.target_id, p.validator, p.reason) == ("contradiction_fork", first.memory_id, "llm",
                                                                 "time moved")
@@ -389,8 +390,8 @@ def test_worker_places_by_the_llm_decision(llm_fab, stub, org):
     rec = next(d for d in llm_fab.decisions(org=org) if d.id == p.decision_id)
     assert rec.model == "stub-model" and rec.latency_ms > 0 and rec.confidence == pytest.approx(0.85)
 
-    stub.script(lambda body: answer("child_update", label_of(body, "Monday at 11am")))
-    c = llm_fab.wait(llm_fab.write("The weekly sync on Monday at 11am is held in room 2B.", org=org), timeout=60)
+    stub.script(lambda body: answer("child_update", label_of(body, "an hour later")))
+    c = llm_fab.wait(llm_fab.write("The weekly sync, an hour later now, is held in room 2B.", org=org), timeout=60)
     assert (c.decision, c.target_id) == ("child_update", p.memory_id)
     assert llm_fab.get(c.memory_id, org=org).parent_id == p.memory_id and stub.count == 2
 
@@ -410,7 +411,7 @@ def test_worker_refuses_an_unknown_target(llm_fab, stub, org):
     base = llm_fab.wait(llm_fab.write("The invoice run happens on the 3rd.", org=org), timeout=60)
     stub.script(default=answer("contradiction_fork", "m42"))
     with pytest.raises(PlacementParked, match="not one of the candidates"):
-        llm_fab.wait(llm_fab.write("The invoice run happens on the 5th.", org=org), timeout=60)
+        llm_fab.wait(llm_fab.write("The invoice run now happens a couple of days later.", org=org), timeout=60)
     assert llm_fab.get(base.memory_id, org=org).state == "live", "a refused target is never applied"
     assert len(llm_fab.search("invoice run", org=org)) == 1
 

@@ -20,8 +20,8 @@ Other HTTP errors (401, 400, 404...) are not retried: asking again will not help
 
 Rules first (`rules`, set by `from_settings`): the local rule validator is asked before the model,
 and its decision stands, with no request, when it rests on something it reads for sure: the write's
-structured key, or the (subject, relation, value) both sentences state (`facts.extract`) comparing
-as the decided kind ("separate" for a new branch). Only the writes the rules cannot read go to the
+structured key, or the statements of both sentences (read by the lexicon or aligned,
+`RuleValidator.verdict`) comparing as the decided kind ("separate" for a new branch). Only the writes the rules cannot read go to the
 model: one request at most per write, and none for what the rules settle.
 
 Canonical keys: a text-only write the model placed gets the key the rules read in its sentence when
@@ -46,9 +46,9 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ConfigurationError, ValidatorError
 from . import prompts
-from .facts import RELATIONS, compare, extract
-from .rules import with_text_keys
-from .validator import Candidate, Decision, IncomingWrite, Validator, normalise, words
+from .facts import RELATIONS
+from .rules import RuleValidator, with_text_keys
+from .validator import Candidate, Decision, IncomingWrite, normalise, words
 
 # Below this confidence a contradiction_fork is not applied. A starting point, not calibrated against
 # the real model yet: calibrate it on the tune split only (fabric bench validators --llm --split tune).
@@ -133,7 +133,7 @@ class LLMValidator:
     def __init__(self, *, base_url: str, api_key: str, model: str, timeout: float = 30.0, max_attempts: int = 3,
                  backoff: float = 0.25, max_backoff: float = 2.0, max_retry_after: float = 5.0,
                  max_tokens: int = 256, client: openai.OpenAI | None = None,
-                 min_fork_confidence: float = MIN_FORK_CONFIDENCE, rules: Validator | None = None,
+                 min_fork_confidence: float = MIN_FORK_CONFIDENCE, rules: RuleValidator | None = None,
                  near_similarity: float = 0.55):
         if max_attempts < 1:
             raise ConfigurationError(f"llm_max_attempts must be at least 1, got {max_attempts}")
@@ -180,7 +180,7 @@ class LLMValidator:
             return Decision("new_branch", None, "no candidates", 1.0, self.name, model=self.model)
         if self.rules is not None:
             ruled = self.rules.decide(write, cands)
-            if rules_are_sure(write, cands, ruled, near_similarity=self.near_similarity):
+            if rules_are_sure(self.rules, write, cands, ruled, near_similarity=self.near_similarity):
                 self.stats.add(ruled=1)
                 return ruled
         labels = {prompts.label(i): c for i, c in enumerate(cands)}
@@ -318,27 +318,21 @@ class LLMValidator:
         return None
 
 
-def fact_verdict(write: IncomingWrite, c: Candidate) -> str | None:
-    """How the fact the write's sentence states stands to the candidate's, as the rules read them
-    ("duplicate", "child_update", "contradiction_fork", "separate", "unknown"); None: unreadable."""
-    new, old = extract(write.content, c.content), extract(c.content, write.content)
-    return compare(old, new) if new is not None and old is not None else None
-
-
-def rules_are_sure(write: IncomingWrite, candidates: Sequence[Candidate], decision: Decision, *,
-                   near_similarity: float) -> bool:
+def rules_are_sure(rules: RuleValidator, write: IncomingWrite, candidates: Sequence[Candidate],
+                   decision: Decision, *, near_similarity: float) -> bool:
     """Does the rule validator's decision rest on what it reads for sure: the write's structured key
-    matching a candidate's, or both sentences' facts comparing as the decided kind? A new branch is sure
-    when every near candidate states another fact ("separate"); one the rules cannot read is not."""
+    matching a candidate's, or the two statements (read by the lexicon or aligned) comparing as the
+    decided kind? A new branch is sure when every near candidate states another fact ("separate");
+    one the rules cannot read ("unknown") is not."""
     if write.keyed and any(c.key_match for c in candidates):
         return True
     if decision.kind == "new_branch":
         near = [c for c in candidates if c.similarity >= near_similarity or c.key_match]
-        return bool(near) and all(fact_verdict(write, c) == "separate" for c in near)
+        return bool(near) and all(rules.verdict(write, c) == "separate" for c in near)
     target = next((c for c in candidates if c.id == decision.target_id), None)
     if target is None:
         return False
-    verdict = fact_verdict(write, target)
+    verdict = rules.verdict(write, target)
     # in_time: a repeat valid from before the memory it repeats is kept as that fact's history
     history = verdict == "duplicate" and decision.kind == "contradiction_fork" and write.valid_from < target.valid_from
     return verdict == decision.kind or history

@@ -236,6 +236,12 @@ class RuleValidator:
         return Decision("contradiction_fork", c.id, f"the same fact {what} restated with another value: "
                         f"{st.old_value!r} -> {st.new_value!r} ({st.how})", 0.85, self.name, **keys), separate
 
+    def verdict(self, write: IncomingWrite, c: Candidate) -> str:
+        """How the write's statement stands to one neighbour's, as `_by_fact` reads it ("duplicate",
+        "child_update", "contradiction_fork", "separate" or "unknown"). The LLM validator asks its model
+        only where these readings do not settle the write."""
+        return self._compare(c, write)[0]
+
     def _compare(self, c: Candidate, write: IncomingWrite) -> tuple[str, "Statement | None"]:
         """The lexicon's verdict where it reads both sentences; the alignment's where it does not, and the
         alignment's structural guards over the lexicon (a qualifier swapped, a relative, another unit)."""

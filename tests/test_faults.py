@@ -112,6 +112,32 @@ def test_stranded_job_is_found_and_requeued(bare, database_url, redis_url, queue
 
 # --------------------------------------------------------------- Redis restarts under a busy worker
 
+
+@pytest.mark.parametrize("registered", [False, True], ids=["dequeued", "execution-registered"])
+def test_job_left_half_started_is_requeued(bare, database_url, redis_url, queue_name, pg, org, monkeypatch,
+                                           registered):
+    """A worker killed after RQ moved the job to the queue's intermediate list (and perhaps put its
+    execution in the started registry) but before it marked the job started: the job's status still says
+    queued. Seen in the kill campaign: 5 writes pending for minutes with two idle workers."""
+    receipt = bare.write("The Tartu office closes early on Fridays.", org=org)
+    job_id = pg.execute("SELECT job_id FROM fabric.writes WHERE org = %s AND id = %s",
+                        (org, receipt.id)).fetchone()[0]
+    assert bare.redis.lmove(bare.queue.key, bare.queue.intermediate_queue_key) == job_id.encode()
+    if registered:
+        bare.redis.zadd(bare.queue.started_job_registry.key, {f"{job_id}:dead-execution": time.time() + 60})
+    monkeypatch.setattr(fq, "INTERMEDIATE_GRACE_S", 0.2)
+    assert fq.jobs_needing_enqueue(bare.redis, [job_id]) == set()  # first sighting: maybe starting now
+    time.sleep(0.3)
+    assert fq.jobs_needing_enqueue(bare.redis, [job_id]) == {job_id}
+    assert bare.redis.lpos(bare.queue.intermediate_queue_key, job_id) is None  # taken out of the list
+
+    worker = start_worker(database_url, redis_url, queue_name)
+    try:
+        assert bare.wait(receipt, timeout=60).decision == "new_branch"
+    finally:
+        terminate_worker(worker)
+
+
 def test_worker_rides_out_a_redis_restart(database_url, private_redis, queue_name, pg, org):
     fab = Fabric.connect(database_url, private_redis.url, run_worker=False, queue_name=queue_name,
                          auto_migrate=False)
@@ -161,9 +187,7 @@ def private_pg():
 
 def pg_ctl(folder: Path, *args: str) -> None:
     """pg_ctl on the private server; `restart` also starts a stopped one with its original options."""
-    from pgserver._commands import pg_ctl as run
-
-    run(["-w", *args], pgdata=folder / "pg", user="pgserver" if os.geteuid() == 0 else None, timeout=60)
+    embedded._pg_ctl(folder / "pg", "-w", *args)
 
 
 def test_write_and_reads_ride_out_a_postgres_restart(private_pg, redis_url, queue_name, org):

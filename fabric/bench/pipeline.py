@@ -262,11 +262,26 @@ def _precomputed(items: list[list[dict[str, Any]]]):
     return PrecomputedEmbeddings(dict(zip(texts, LocalEmbedder(batch_size=64).embed(texts))))
 
 
-def _busy_job(conn, worker_name: str) -> str | None:
-    """The job a worker runs now, by its Redis registration (None when idle or not registered yet)."""
-    fields = conn.hmget(f"rq:worker:{worker_name}", "state", "current_job")
-    state, job = (v.decode() if isinstance(v, bytes) else v for v in fields)
-    return job if state == "busy" and job else None
+def _busy(conn, worker_name: str) -> bool:
+    """The worker is running a job now, by its Redis registration (RQ sets `state` busy for the job's run)."""
+    state = conn.hget(f"rq:worker:{worker_name}", "state")
+    return (state.decode() if isinstance(state, bytes) else state) == "busy"
+
+
+def _stuck_jobs(conn, rd, orgs: list[str]) -> list[dict[str, Any]]:
+    """For writes still pending: their RQ job's status and whether the reconciler would queue it again."""
+    from rq.job import Job
+
+    from .. import queue as fq
+
+    ids = [r["job_id"] for r in conn.execute("SELECT DISTINCT job_id FROM fabric.writes WHERE org = ANY(%(o)s) "
+                                             "AND status = 'pending'", {"o": orgs}).fetchall()]
+    lost = fq.jobs_needing_enqueue(rd, ids)
+    jobs = Job.fetch_many([i for i in ids if i], connection=rd) if ids else []
+    return [{"job_id": i, "status": j.get_status(refresh=False).value if j else None, "requeue": i in lost,
+             "queued": j is not None and rd.lpos(j.origin and f"rq:queue:{j.origin}", i) is not None,
+             "intermediate": j is not None and rd.lpos(f"rq:queue:{j.origin}:intermediate", i) is not None}
+            for i, j in zip(ids, jobs)]
 
 
 def integrity(conn, orgs: list[str], expected: int) -> dict[str, Any]:
@@ -326,7 +341,7 @@ def kill_campaign(server_url: str, redis_url: str, *, writes: int = 1000, kills:
                 deadline, victim = time.monotonic() + 5, None
                 while victim is None and time.monotonic() < deadline:
                     victim = next((int(i) for i in rng.permutation(len(procs))
-                                   if procs[i].poll() is None and _busy_job(rd, names[i])), None)
+                                   if procs[i].poll() is None and _busy(rd, names[i])), None)
                     time.sleep(0.002 if victim is None else 0)
                 busy_kills += victim is not None
                 victim = victim if victim is not None else int(rng.integers(len(procs)))
@@ -347,6 +362,7 @@ def kill_campaign(server_url: str, redis_url: str, *, writes: int = 1000, kills:
                     time.sleep(0.1)
                 settled = time.perf_counter()
                 out.update(integrity(conn, orgs, len(batch)))
+                out["stuck_jobs"] = _stuck_jobs(conn, rd, orgs)
         out.update(kills=spawned, kills_of_busy_workers=busy_kills, campaign_s=round(last_kill - t0, 1),
                    settled_after_last_kill_s=round(settled - last_kill, 1), load_average=os.getloadavg()[0])
     finally:

@@ -1423,9 +1423,9 @@ def _spawn_workers(count: int, url: str, redis_url: str, queue: str, embed_url: 
     """`count` worker processes named {queue}-{first}, {queue}-{first + 1}, ..."""
     from ..db import ROOT
 
-    env = dict(os.environ, DATABASE_URL=url, REDIS_URL=redis_url, FABRIC_QUEUE_NAME=queue,
-               FABRIC_VALIDATOR="rule", FABRIC_RECONCILE_INTERVAL="600", FABRIC_RECONCILE_GRACE="600",
-               FABRIC_LOG_LEVEL="WARNING", **(extra_env or {}))
+    env = {**os.environ, "DATABASE_URL": url, "REDIS_URL": redis_url, "FABRIC_QUEUE_NAME": queue,
+           "FABRIC_VALIDATOR": "rule", "FABRIC_RECONCILE_INTERVAL": "600", "FABRIC_RECONCILE_GRACE": "600",
+           "FABRIC_LOG_LEVEL": "WARNING", **(extra_env or {})}
     if embed_url:
         env.update(FABRIC_EMBEDDER="openai", FABRIC_EMBEDDING_MODEL=PrecomputedEmbeddings.MODEL,
                    FABRIC_EMBEDDING_DIM=str(DIM), OPENAI_BASE_URL=embed_url, OPENAI_API_KEY="bench")

@@ -33,13 +33,15 @@ def make_queue(conn: redis.Redis, name: str) -> Queue:
     return Queue(name, connection=conn)
 
 
-def enqueue_jobs(queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *, timeout: int, retries: int) -> None:
-    """Enqueue (job_id, org, [write ids]) placement jobs in one Redis pipeline.
+def enqueue_jobs(queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *, timeout: int, retries: int,
+                 at_front: bool = False) -> None:
+    """Enqueue (job_id, org, [write ids]) placement jobs in one Redis pipeline; `at_front`: ahead of the
+    jobs already waiting (the reconciler's: their writes have waited longest).
 
     Retries with backoff live here (RQ's Retry) and nowhere else."""
     try:
         with queue.connection.pipeline() as pipe:
-            _enqueue_into(pipe, queue, jobs, timeout=timeout, retries=retries)
+            _enqueue_into(pipe, queue, jobs, timeout=timeout, retries=retries, at_front=at_front)
             pipe.execute()
     except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
         raise QueueError(f"cannot reach Redis to enqueue placement: {exc}") from exc
@@ -57,11 +59,11 @@ def enqueue_commands(queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *
 
 
 def _enqueue_into(pipe, queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *, timeout: int,
-                  retries: int) -> None:
+                  retries: int, at_front: bool = False) -> None:
     retry = Retry(max=retries, interval=[1, 5, 15]) if retries > 0 else None
     datas = [
         Queue.prepare_data(PLACE_FUNC, args=(org, ids), job_id=job_id, timeout=timeout,
-                           retry=retry, result_ttl=600, failure_ttl=7 * 86400,
+                           retry=retry, result_ttl=600, failure_ttl=7 * 86400, at_front=at_front,
                            description=f"place {len(ids)} write(s) of org {org!r}")
         for job_id, org, ids in jobs
     ]

@@ -293,7 +293,9 @@ def integrity(conn, orgs: list[str], expected: int) -> dict[str, Any]:
                count(*) FILTER (WHERE status = 'parked') AS parked,
                coalesce(max(extract(epoch FROM settled_at - received_at)), 0) AS max_wait_s,
                coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM settled_at - received_at)),
-                        0) AS p99_wait_s
+                        0) AS p99_wait_s,
+               coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM settled_at - received_at)),
+                        0) AS p50_wait_s
         FROM fabric.writes WHERE org = ANY(%(o)s)""", {"o": orgs}).fetchone()
     doubled = conn.execute("""
         SELECT (SELECT count(*) FROM (SELECT 1 FROM fabric.memories WHERE org = ANY(%(o)s)
@@ -306,7 +308,8 @@ def integrity(conn, orgs: list[str], expected: int) -> dict[str, Any]:
                    if r["org"] in orgs)
     return {"writes": expected, "lost": expected - row["writes"] + row["pending"], "pending": row["pending"],
             "parked": row["parked"], "placed_twice": doubled, "keys_with_two_live_values": two_live,
-            "max_wait_s": round(float(row["max_wait_s"]), 1), "p99_wait_s": round(float(row["p99_wait_s"]), 1)}
+            "max_wait_s": round(float(row["max_wait_s"]), 1), "p99_wait_s": round(float(row["p99_wait_s"]), 1),
+            "p50_wait_s": round(float(row["p50_wait_s"]), 1)}
 
 
 def kill_campaign(server_url: str, redis_url: str, *, writes: int = 1000, kills: int = 100, workers: int = 2,
@@ -355,6 +358,9 @@ def kill_campaign(server_url: str, redis_url: str, *, writes: int = 1000, kills:
                     progress(f"  {k + 1} kills, {start + per_round} writes sent")
             last_kill = time.perf_counter()
             with db.connect(autocommit=True) as conn:
+                out["pending_at_last_kill"] = conn.execute(
+                    "SELECT count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) AND status = 'pending'",
+                    {"o": orgs}).fetchone()["n"]
                 while conn.execute("SELECT count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) AND "
                                    "status = 'pending'", {"o": orgs}).fetchone()["n"]:
                     if time.perf_counter() - last_kill > settle_s:
@@ -459,7 +465,8 @@ def print_integrity(title: str, res: dict[str, Any], rows: list[tuple[str, str]]
             ("writes placed twice", str(res["placed_twice"])),
             ("keys holding two live values", str(res["keys_with_two_live_values"])),
             ("writes parked", str(res["parked"])),
-            ("longest wait, write to settled (p99)", f"{res['max_wait_s']:.1f} s ({res['p99_wait_s']:.1f} s)"),
+            ("wait, write to settled: p50 / p99 / longest",
+             f"{res['p50_wait_s']:.1f} / {res['p99_wait_s']:.1f} / {res['max_wait_s']:.1f} s"),
             ("load average", f"{res['load_average']:.1f}")]:
         t.add_row(name, value)
     console.print(t)
@@ -470,6 +477,7 @@ def print_kills(res: dict[str, Any], console) -> None:
                     f"{res['reconciler']['FABRIC_RECONCILE_INTERVAL']} s", res, [
                         ("kill -9 (of a worker running a job)", f"{res['kills']} ({res['kills_of_busy_workers']})"),
                         ("campaign", f"{res['campaign_s']:.0f} s"),
+                        ("pending at the last kill", str(res["pending_at_last_kill"])),
                         ("all settled after the last kill", f"{res['settled_after_last_kill_s']:.1f} s")], console)
 
 

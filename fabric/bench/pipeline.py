@@ -338,39 +338,47 @@ def kill_campaign(server_url: str, redis_url: str, *, writes: int = 1000, kills:
             per_round = -(-len(batch) // kills)
             busy_kills = spawned = 0
             t0 = time.perf_counter()
-            for k, start in enumerate(range(0, len(batch), per_round)):
-                fab.write_many(batch[start:start + per_round])
-                # The victim: the first worker seen running a job (within 5 s), else a random one.
-                deadline, victim = time.monotonic() + 5, None
-                while victim is None and time.monotonic() < deadline:
-                    victim = next((int(i) for i in rng.permutation(len(procs))
-                                   if procs[i].poll() is None and _busy(rd, names[i])), None)
-                    time.sleep(0.002 if victim is None else 0)
-                busy_kills += victim is not None
-                victim = victim if victim is not None else int(rng.integers(len(procs)))
-                procs[victim].send_signal(signal.SIGKILL)
-                procs[victim].wait(10)
-                spawned += 1  # replaced at once, under a new name (the dead one stays registered a while)
-                procs[victim] = _spawn_workers(1, db.url, redis_url, queue_name, server.base_url,
-                                               extra_env=RECONCILE_ENV, first=workers + spawned)[0]
-                names[victim] = f"{queue_name}-{workers + spawned}"
-                if (k + 1) % 10 == 0:
-                    progress(f"  {k + 1} kills, {start + per_round} writes sent")
-            last_kill = time.perf_counter()
+            with db.connect(autocommit=True) as watch:
+                def settled() -> int:
+                    return watch.execute("SELECT count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) AND "
+                                         "status <> 'pending'", {"o": orgs}).fetchone()["n"]
+
+                for k, start in enumerate(range(0, len(batch), per_round)):
+                    fab.write_many(batch[start:start + per_round])
+                    # Let placement progress between kills (a worker needs seconds to start): wait up to
+                    # 10 s for a write to settle. The victim: the first worker seen running a job (within
+                    # 5 s), killed 0-300 ms into it so some of its chunks may have committed; else a random one.
+                    before, deadline = settled(), time.monotonic() + 10
+                    while settled() == before and time.monotonic() < deadline:
+                        time.sleep(0.05)
+                    deadline, victim = time.monotonic() + 5, None
+                    while victim is None and time.monotonic() < deadline:
+                        victim = next((int(i) for i in rng.permutation(len(procs))
+                                       if procs[i].poll() is None and _busy(rd, names[i])), None)
+                        time.sleep(0.002 if victim is None else float(rng.uniform(0, 0.3)))
+                    busy_kills += victim is not None and _busy(rd, names[victim])
+                    victim = victim if victim is not None else int(rng.integers(len(procs)))
+                    procs[victim].send_signal(signal.SIGKILL)
+                    procs[victim].wait(10)
+                    spawned += 1  # replaced at once, under a new name (the dead one stays registered a while)
+                    procs[victim] = _spawn_workers(1, db.url, redis_url, queue_name, server.base_url,
+                                                   extra_env=RECONCILE_ENV, first=workers + spawned)[0]
+                    names[victim] = f"{queue_name}-{workers + spawned}"
+                    if (k + 1) % 10 == 0:
+                        progress(f"  {k + 1} kills, {start + per_round} writes sent, {settled()} settled")
+                last_kill = time.perf_counter()
+                out["pending_at_last_kill"] = len(batch) - settled()
             with db.connect(autocommit=True) as conn:
-                out["pending_at_last_kill"] = conn.execute(
-                    "SELECT count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) AND status = 'pending'",
-                    {"o": orgs}).fetchone()["n"]
                 while conn.execute("SELECT count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) AND "
                                    "status = 'pending'", {"o": orgs}).fetchone()["n"]:
                     if time.perf_counter() - last_kill > settle_s:
                         break
                     time.sleep(0.1)
-                settled = time.perf_counter()
+                all_settled_at = time.perf_counter()
                 out.update(integrity(conn, orgs, len(batch)))
                 out["stuck_jobs"] = _stuck_jobs(conn, rd, orgs)
         out.update(kills=spawned, kills_of_busy_workers=busy_kills, campaign_s=round(last_kill - t0, 1),
-                   settled_after_last_kill_s=round(settled - last_kill, 1), load_average=os.getloadavg()[0])
+                   settled_after_last_kill_s=round(all_settled_at - last_kill, 1), load_average=os.getloadavg()[0])
     finally:
         server.close()
         db.drop()

@@ -100,10 +100,38 @@ _ISO_DATE = re.compile(r"\d{4}-\d\d-\d\d")
 _THERE = re.compile(r"\b((?:at|in)\s+(?:[A-Z][\w&'.-]*)(?:\s+[A-Z][\w&'.-]*)*)\s*([:;,–—-])(.*?)\bthere\b")
 
 
+# Chat memories name their subject "the user", "User", "I" or "my": one subject, written "User".
+_USER = ((re.compile(r"\b(?:the\s+)?user(?=\b(?!-))", re.IGNORECASE), "User"),
+         (re.compile(r"\b[Mm]y\b"), "User's"), (re.compile(r"\bI'm\b"), "User is"),
+         (re.compile(r"\bI've\b"), "User has"), (re.compile(r"(?:^|(?<=[.!?,;:]\s)|(?<=\band\s)|(?<=\bbut\s)|(?<=\bso\s))I(?= [a-z])"), "User"))
+# "X said (that) they moved ...", "X told me his ...": the speaker's own fact, told as X's ("X moved ...").
+_REPORTED = re.compile(r"\b([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)\s+(?:said|says|mentioned|mentions|told\s+(?:me|us)"
+                       r"|tells\s+(?:me|us)|noted|notes|explained|shared|confirmed|confirms|reported|wrote)"
+                       r"(?:\s+that)?\s+(they|he|she|their|his|her)\b")
+# "Ms. Adaeze Nwosu": without its dot the honorific is a title the name leaves out (facts.names).
+_HONORIFIC = re.compile(r"\b(Mr|Mrs|Ms|Mx|Dr|Prof)\.\s+(?=[A-Z])")
+# "reports directly to", "works closely with": an adverb inside a relation phrase says nothing of the relation.
+_INNER_ADVERB = re.compile(r"\b([a-z]+(?:s|ed))\s+[a-z]{2,}ly\s+(to|into|for|at|in|with|by|from|on|under)\b")
+
+# "... is Middlemarch, not Dune": the value denied after a comma is the old one, not a negation of the fact.
+_NOT_THAT = re.compile(r",\s*not\s+(?:the\s+)?[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*(?=\s*(?:[.!?;]|$))")
+
+
+def _reported(m: re.Match[str]) -> str:
+    return m.group(1) + ("'s" if m.group(2) in ("their", "his", "her") else "")
+
+
 @lru_cache(maxsize=16384)
 def canonical(text: str) -> str:
-    """The sentence with numbers, times and phone numbers written one way (NFKC first)."""
+    """The sentence with numbers, times, dates and phone numbers written one way (NFKC first), the
+    user written "User", reported speech and honorifics dropped."""
     t = unicodedata.normalize("NFKC", text).replace("’", "'")
+    for pattern, user in _USER:
+        t = pattern.sub(user, t)
+    t = _REPORTED.sub(_reported, t)
+    t = _HONORIFIC.sub(r"\1 ", t)
+    t = _INNER_ADVERB.sub(r"\1 \2", t)
+    t = _NOT_THAT.sub("", t)
     t = re.sub(r"\bhalf past (\w+)", r"\1:30", t, flags=re.IGNORECASE)
     t = re.sub(r"\b(noon|midday)\b", "12:00", t, flags=re.IGNORECASE)
     t = re.sub(r"\bmidnight\b", "00:00", t, flags=re.IGNORECASE)

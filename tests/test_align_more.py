@@ -51,3 +51,33 @@ def test_restated_by_the_user_or_with_an_adverb_the_fact_is_the_same(old, new):
     a, b = extract(old, new), extract(new, old)
     assert a is not None and b is not None
     assert (a.subject_key, a.relation, a.value_key) == (b.subject_key, b.relation, b.value_key)
+
+
+def test_brands_in_camel_case_are_names():
+    fact = extract("Noor Haddad is a designer at eToro these days.")
+    assert (fact.subject_key, fact.relation, fact.value_key) == ("noor haddad", "employer", "etoro")
+    assert extract("The kiosk sells iPads.") is None or extract("The kiosk sells iPads.").value != "kiosk"
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Eli Stone's phone number is +44 20 7946 0958.", "The phone number of Eli Stone is +44 20 79460958."),
+    ("Project Wren's budget is $90,000.", "Wren has a budget of 90k dollars."),
+])
+def test_values_and_names_written_another_way_are_the_same(old, new):
+    a, b = extract(old, new), extract(new, old)
+    assert a is not None and b is not None
+    assert (a.subject_key, a.value_key) == (b.subject_key, b.value_key)
+
+
+def test_a_second_line_is_not_a_new_number():
+    from fabric.placement.align import compare_aligned, relation_similarity
+
+    got = compare_aligned("Eli Stone's mobile is 0612-345678.", "Eli Stone's office line is 0144-556677.",
+                          relation_similarity)
+    assert got.verdict == "separate"
+    same = compare_aligned("Eli Stone's phone number is 0612 345678.", "Eli Stone's mobile: 0612-345-678.",
+                           relation_similarity)
+    assert same.verdict == "duplicate"
+    moved = compare_aligned("Eli Stone's mobile is 0612-345678.", "Eli Stone's mobile is now 0699-112233.",
+                            relation_similarity)
+    assert moved.verdict == "contradiction_fork"

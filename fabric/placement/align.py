@@ -77,7 +77,7 @@ def _spell_numbers(text: str) -> str:
     return _NUMBER_PHRASE.sub(sub, text)
 
 
-_PHONE = re.compile(r"(?<![\w.])\+?\d{2,4}(?:[ .-]\d{2,5}){1,4}(?!\w|[.:]\d)")
+_PHONE = re.compile(r"(?<![\w.])\+?\d{2,4}(?:[ .-]\d{2,6}){1,4}(?!\w|[.:]\d)")
 _CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d\d))?\s*(?:(a\.m\.|p\.m\.|am|pm)(?!\w)|o'clock\b|(?=\s+in the (morning|afternoon"
                     r"|evening)\b)|(?=\s+at night\b))", re.IGNORECASE)
 _BARE_CLOCK = re.compile(r"\b(\d{1,2}):(\d\d)\b")
@@ -490,6 +490,9 @@ def _version(a: Anchor, b: Anchor) -> bool:
 SAME_RELATION = 0.74    # masked sentences this close state the same attribute (their words differ)
 SAME_RELATION_TELLING = 0.30  # ... when the value is a phone number or an e-mail address: its sort tells the attribute
 _TELLING = ("phone", "email")
+# Which phone: one person has several numbers at once, one per line.
+_LINE_WORDS = frozenset(stem(w) for w in "mobile cell cellphone office home work landline fax desk direct personal "
+                                         "business switchboard".split())
 FAR = 0.50            # whole sentences further apart than this, in other words, are not one attribute
 NEAR_DUPLICATE = 0.75  # whole sentences at least this close before a duplicate is considered
 SAME_WORDING = 0.80     # ... and the same value, reworded: a duplicate
@@ -553,6 +556,10 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     a, b = lost[0], gained[0]
     if a.kind != b.kind:
         return Aligned("separate", f"a {a.kind} became a {b.kind}")
+    lines_old, lines_new = _LINE_WORDS & set(old.words), _LINE_WORDS & set(new.words)
+    if a.kind == "phone" and lines_old and lines_new and not lines_old & lines_new:  # "mobile" / "office line"
+        return Aligned("separate", f"another line ({' '.join(sorted(lines_old))} / {' '.join(sorted(lines_new))})",
+                       veto=True)
     if a.unit and b.unit and _dimension(a.unit) != _dimension(b.unit):  # "8 engineers" / "3 designers"
         return Aligned("separate", f"another unit ({a.unit} / {b.unit})", veto="money" in (a.unit, b.unit))
     version = a.kind == "name" and _version(a, b)

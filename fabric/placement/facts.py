@@ -140,7 +140,7 @@ _SAME_THING = {"movie": "film", "films": "film", "movies": "film", "novel": "boo
 
 # ----------------------------------------------------------------------------------------- names
 
-_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?(?!\d{4}-\d\d-\d\d\b)(?=(?:-?\d){7})\d{2,4}(?:-\d{2,5}){1,4}\b"
+_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?(?!\d{4}-\d\d-\d\d\b)(?=(?:-?\d){7})\d{2,4}(?:-\d{2,6}){1,4}\b"
                     r"|[$€£]?\d(?:[\d,.:]*\d)?(?:\s?(?:%|am|pm))?|[^\W\d_][\w'’-]*|\S")
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9}
 _CURRENCY_WORDS = {"dollars", "dollar", "euros", "euro", "pounds", "usd", "eur", "gbp"}
@@ -166,7 +166,9 @@ _OF_VALUE = re.compile(r"\b(?:resident|employee|subsidiary|member|citizen|part|o
 _SUBJECT_MARK = re.compile(r"(?:\b(?:of|for|where)|\bhome to|\bat)\s*$")
 _PREDECESSOR = re.compile(r"\b(?:succeed(?:ed|s|ing)?|replac(?:ed|es|ing)|took over from|taking over from"
                           r"|in place of|instead of|(?:moved|switched|changed|upgraded|downgraded) from(?: the)?)\s+$")
-_RELATIVE = re.compile(r"§\s+(?:is|was)\s+(?:the|a|an)\s+[a-z -]+\s+§")
+# ("X is an engineer at Y" is no relative clause: a preposition ends the noun phrase.)
+_RELATIVE = re.compile(r"§\s+(?:is|was)\s+(?:the|a|an)\s+[a-z -]*[a-z](?<!\bat)(?<!\bin)(?<!\bof)(?<!\bfor)"
+                       r"(?<!\bwith)(?<!\bon)(?<!\bby)\s+§")
 _AT_SUBJECT = re.compile(r"\b(?:chief executive|ceo|cfo|cto|officer|manager|head|boss|chair\w*)"
                          r"(?:\s+(?:job|role|position|post|seat))?\s+at\s*$")
 _NEGATION = re.compile(r"\b(?:not|no longer|never|neither|nor)\b|n['’]t\b", re.IGNORECASE)
@@ -222,7 +224,7 @@ def value_key(text: str) -> str:
     n = number_key(text)
     if n is not None:
         return n
-    words_ = normalise(text).split()
+    words_ = name_key(text).split()
     if words_ and words_[0] == "the":
         words_ = words_[1:]
     while len(words_) > 1 and words_[-1] in {"plan", "tier", "package", "subscription", "film", "movie", "city",
@@ -231,9 +233,15 @@ def value_key(text: str) -> str:
     return " ".join(words_)
 
 
+# "iRobot", "eBay": a brand, though lower-case first ("iOS", "macOS" read as words: an upper-case run).
+_CAMEL = re.compile(r"[a-z]{1,2}[A-Z][a-z]{2,}")
+
+
 def _is_name(tok: str) -> bool:
-    return tok[0].isupper() or tok[0].isdigit() or tok[0] in "$€£" or "@" in tok or tok[:2].startswith("+") \
-        and tok[1:2].isdigit()
+    """Capitalised, a number, an address, or a brand in camel case ("iRobot", "eBay")."""
+    camel = _CAMEL.fullmatch(tok) is not None
+    return tok[0].isupper() or camel or tok[0].isdigit() or tok[0] in "$€£" or "@" in tok \
+        or tok[:2].startswith("+") and tok[1:2].isdigit()
 
 
 def names(text: str) -> tuple[Span, ...]:
@@ -311,8 +319,21 @@ def _span(text: str, run: list[tuple[int, int, str]]) -> Span:
         raw = re.sub(r"['’]s?$", "", raw)
         end = start + len(raw)
     n = number_key(raw)
-    key = n if n is not None else " ".join(normalise(raw).split())
-    return Span(start, end, raw, key, possessive, n is not None)
+    return Span(start, end, raw, n if n is not None else name_key(raw), possessive, n is not None)
+
+
+_GENERIC_HEAD = frozenset("project projects team operation programme program initiative".split())
+
+
+def name_key(raw: str) -> str:
+    """A name's compared form: casefolded; a phone number in its digits alone ("+44 7700 900 123" =
+    "+44 7700 900123"); a leading generic noun dropped ("Project Falcon" = "Falcon")."""
+    if re.fullmatch(r"\+?\d[\d -]{5,}\d", raw) and len(re.sub(r"\D", "", raw)) >= 7:
+        return re.sub(r"\D", "", raw)
+    words_ = normalise(raw).split()
+    if len(words_) > 1 and words_[0] in _GENERIC_HEAD:
+        words_ = words_[1:]
+    return " ".join(words_)
 
 
 def _project(text: str, own: tuple[Span, ...], other: tuple[Span, ...]) -> tuple[Span, ...]:

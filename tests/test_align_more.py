@@ -81,3 +81,29 @@ def test_a_second_line_is_not_a_new_number():
     moved = compare_aligned("Eli Stone's mobile is 0612-345678.", "Eli Stone's mobile is now 0699-112233.",
                             relation_similarity)
     assert moved.verdict == "contradiction_fork"
+
+
+def test_a_figure_of_another_year_is_another_fact():
+    from fabric.placement.facts import compare
+
+    old = extract("Orchard Mills had a turnover of $8 million in 2021.")
+    assert compare(old, extract("In 2022 the turnover of Orchard Mills was $9.5 million.")) == "separate"
+    assert compare(old, extract("Orchard Mills' 2021 revenue was 8,000,000 dollars.")) == "duplicate"
+    # a change dated "since" is still a change of the one current figure
+    assert extract("Since 2024, Orchard Mills has had 340 employees.").period == frozenset()
+    assert compare(extract("Orchard Mills has 300 employees."),
+                   extract("Since 2024, Orchard Mills has had 340 employees.")) == "contradiction_fork"
+
+
+def test_words_that_only_look_negative_negate_nothing():
+    assert not extract("Tove Berg lives in Malmo, not far from the harbour.").negated
+    assert extract("Tove Berg does not live in Malmo.").negated
+
+
+def test_a_qualified_head_noun_and_places_been_to():
+    from fabric.placement.align import compare_aligned, relation_similarity
+
+    assert compare_aligned("Ravi Menon's email is ravi@oak.dev.", "Ravi Menon's email address is now rm@pine.dev.",
+                           relation_similarity).verdict == "contradiction_fork"
+    assert compare_aligned("Ravi Menon has been to Peru.", "Ravi Menon has been to Chile.",
+                           relation_similarity).verdict == "separate"

@@ -165,11 +165,12 @@ _RELATIVES = frozenset("""son daughter child children kid kids wife husband spou
     mother father mom mum dad parent parents grandmother grandfather aunt uncle cousin niece nephew friend
     boss deputy assistant colleague neighbour neighbor fiance fiancee girlfriend boyfriend team-mate""".split())
 # A subject holds several values of these at once: a new name is another fact, not a correction.
-_MANY = re.compile(r"\b(?:visited|visits|speaks|speak|plays|play|collects|owns|includes?|available on|member of"
+_MANY = re.compile(r"\b(?:visited|visits|(?:has|have) been to|speaks|speak|plays|play|collects|owns|includes?|available on|member of"
                    r"|ha(?:s|ve) an? (?![\w-]+ (?:named|called)\b)"  # but "has a dog named Ziggy": its name
                    r"|supports|offers|serves|sells|stocks|attends?|friends with)\b")
 _ALSO = re.compile(r"\b(?:also|another|too|as well|additional)\b")  # said outright: one more value
-_NEGATION = re.compile(r"\b(?:not|no longer|never|none|neither|nor|without)\b|n't\b")
+_NEGATION = re.compile(r"\b(?:not(?! (?:far|only|just|least|bad|unlike)\b)|no longer|never|none|neither|nor|without)\b"
+                       r"|n't\b")
 _ACTIVITY = re.compile(r"\b(?:is|are|am|was|were)\s+(?:\w+ly\s+)?(?!being\b)\w{3,}ing\b")
 # Simple past right after a name: an event ("X presented ...", "X asked Y ..."); each is a fact of its own.
 # Verbs of change ("moved", "raised", "sold") state a new value instead (see _CHANGE).
@@ -417,6 +418,10 @@ def _swap(old: Reading, new: Reading, shared: set[str]) -> tuple[str, bool] | No
 _DETERMINERS = frozenset("the a an its his her their our my your s".split())
 
 
+# "email" / "email address", "phone" / "phone number": the same attribute with its head noun said.
+_HEAD_NOUNS = frozenset("address number".split())
+
+
 def _qualified(old: Reading, new: Reading, shared: set[str]) -> str | None:
     """The same frame with content words added on one side only, inside it ("the office wifi password" /
     "the office guest wifi password"): a narrower attribute, not a restatement."""
@@ -425,7 +430,7 @@ def _qualified(old: Reading, new: Reading, shared: set[str]) -> str | None:
     if len(ops) != 1 or ops[0][0] not in ("insert", "delete"):
         return None
     _, i1, i2, j1, j2 = ops[0]
-    added = [w for w in a[i1:i2] + b[j1:j2] if w not in _STOP]
+    added = [w for w in a[i1:i2] + b[j1:j2] if w not in _STOP and w not in _HEAD_NOUNS]
     inside = 0 < i1 < len(a) and 0 < j1 < len(b)
     return " ".join(added) if added and inside and "X" not in added and "Y" not in added else None
 

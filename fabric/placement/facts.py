@@ -70,7 +70,7 @@ RELATIONS: tuple[Relation, ...] = (
                          r"|\bbased (?:in|out of)\b|\bhome base\b"),
     # "home" alone also means a house ("worked from home in Porto"): only as the place someone lives.
     _rel("home_city", r"\blive[sd]?\b|\bliving in\b|\bresides?\b|\bresiding\b|\bresident of\b|\bresidence\b"
-                      r"|(?<!from )\bhome (?:for|of|to|is|in|city|town)\b|\bresident\b|\baddress\b"
+                      r"|(?<!from )\bhome (?:for|of|to|is|in|city|town)\b|\bresident\b|(?<!mail )\baddress\b"
                       r"|(?:'s|\bher|\bhis|\btheir) city\b|(?:\b(?:a|new|her|his|their)|'s) home\b"
                       r"|\bcalls? § home\b"
                       r"|\bmoved to\b|\brelocated to\b|\bsettled in\b|\bbased (?:in|out of)\b"),
@@ -105,7 +105,7 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("car", r"\bdrives\b|(?:\b(?:her|his|their)|'s) car\b|\bcar is\b"),
     _rel("team", r"\bplays for\b|\bsigned (?:with|for)\b"),
     _rel("work_location", r"\bworks? (?:from|out of|in)\b|\bdesk\b|\bsits in\b|\bbased at\b|\bworkplace\b"),
-    _rel("email", r"\be-?mail\b|\bwrite to\b", numeric=None),
+    _rel("email", r"\be-?mail(?: address)?\b|\bwrite to\b", numeric=None),
     _rel("deadline", r"\bdeadline\b|\bdue\b", numeric=None, dated=True),
     _rel("launch_date", r"\blaunch(?:es|ed|ing)?\b|\brelease date\b|\bgo(?:es)? live\b|\bships on\b", numeric=None,
          dated=True),
@@ -129,6 +129,11 @@ RELATIONS: tuple[Relation, ...] = (
 )
 
 _MULTI = frozenset(r.name for r in RELATIONS if r.multi)
+_NUMERIC = frozenset(r.name for r in RELATIONS if r.numeric)
+
+
+def _numeric(relation: str | None) -> bool:
+    return relation in _NUMERIC
 _LEXICON_NAMES = frozenset(r.name for r in RELATIONS)
 
 # "favourite film" / "loves X more than any other film": one group per kind of thing.
@@ -171,7 +176,9 @@ _RELATIVE = re.compile(r"§\s+(?:is|was)\s+(?:the|a|an)\s+[a-z -]*[a-z](?<!\bat)
                        r"(?<!\bwith)(?<!\bon)(?<!\bby)\s+§")
 _AT_SUBJECT = re.compile(r"\b(?:chief executive|ceo|cfo|cto|officer|manager|head|boss|chair\w*)"
                          r"(?:\s+(?:job|role|position|post|seat))?\s+at\s*$")
-_NEGATION = re.compile(r"\b(?:not|no longer|never|neither|nor)\b|n['’]t\b", re.IGNORECASE)
+# ("not far from", "not only": no negation of the fact.)
+_NEGATION = re.compile(r"\b(?:not(?! (?:far|only|just|least|bad|unlike)\b)|no longer|never|neither|nor)\b|n['’]t\b",
+                       re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +206,7 @@ class Fact:
     loose: bool                    # words other than relation and grammar words join subject and value
     others: frozenset[str]         # names in the sentence besides the subject and the value
     detail: frozenset[str]         # content words besides the names and the relation's words
+    period: frozenset[str] = frozenset()  # years the sentence names, but for "since 2020" and the like
 
 
 _NUMBER = re.compile(r"[$€£]?\s*(\d[\d,]*(?:\.\d+)?)\s*((?:thousand|million|billion|mn|bn|k|m|b)?)\.?"
@@ -303,10 +311,16 @@ def _is_time(text: str, sp: Span) -> bool:
     if any(w in _MONTHS for w in ws):
         return all(w in _MONTHS or _YEAR.fullmatch(w) for w in ws)
     return len(ws) == 1 and _YEAR.fullmatch(ws[0]) is not None and (
-        _TIME_WORD.search(text[:sp.start]) is not None or not text[:sp.start].strip())
+        _TIME_WORD.search(text[:sp.start]) is not None or not text[:sp.start].strip()
+        or _YEAR_MODIFIER.search(text[:sp.start]) is not None and re.match(r"\s+[a-z]", text[sp.end:]) is not None)
 
 
 _YEAR = re.compile(r"(?:1[89]|20)\d\d")
+# "Kestrel Games' 2023 revenue", "the 2024 budget": a year before a noun is the period measured, not a value.
+_YEAR_MODIFIER = re.compile(r"(?:['’]s?|\b(?:the|its|their|his|her|our|my|your))\s+$", re.IGNORECASE)
+# The period a quantity is measured over ("revenue in 2023", "the 2024 budget"), not when it starts to hold.
+_PERIOD = re.compile(r"(?<!since )(?<!from )(?<!as of )(?<!starting )(?<!effective )\b((?:1[89]|20)\d\d)\b",
+                     re.IGNORECASE)
 _TIME_WORD = re.compile(r"\b(?:in|since|from|until|till|by|before|after|during|around|circa|as of)\s+$"
                         r"|,\s*$", re.IGNORECASE)
 
@@ -573,6 +587,7 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
                 relations=frozenset(r.name for r in rels), value=value.text, subject_key=subject_key,
                 value_key=value_key(value.text), negated=_NEGATION.search(masked) is not None,
                 past=_PAST.search(masked) is not None, tail=value is tail, loose=loose, others=others, detail=detail,
+                period=frozenset(_PERIOD.findall(text)),
                 lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"))
 
 
@@ -633,4 +648,6 @@ def compare(old: Fact, new: Fact) -> Verdict:
         return "duplicate"
     if shared_relation(old, new) in _MULTI or old.negated or new.negated:
         return "separate"  # a second showroom is not a moved one
+    if old.period and new.period and old.period != new.period and _numeric(shared_relation(old, new)):
+        return "separate"  # revenue in 2023, revenue in 2024: one figure per period
     return "contradiction_fork"

@@ -107,3 +107,30 @@ def test_a_qualified_head_noun_and_places_been_to():
                            relation_similarity).verdict == "contradiction_fork"
     assert compare_aligned("Ravi Menon has been to Peru.", "Ravi Menon has been to Chile.",
                            relation_similarity).verdict == "separate"
+
+
+@pytest.mark.parametrize("text, written", [
+    ("The audit is due 2026-07-09.", "The audit is due July 9, 2026."),
+    ("The audit is due on the 9th of July, 2026.", "The audit is due on the July 9, 2026."),
+    ("The audit is due July 9th.", "The audit is due July 9."),
+    ("Ward 4 May close early.", "Ward 4 May close early."),  # a verb, not a month
+])
+def test_dates_are_written_one_way(text, written):
+    assert canonical(text) == written
+
+
+def test_a_new_holder_named_after_a_comma_replaces_the_old_one():
+    from fabric.placement.facts import compare
+
+    old = extract("Dr. Helen Achterberg is the conductor of Brightwater Symphony.")
+    new = extract("Brightwater Symphony has a new conductor: Tomas Varga.")
+    assert new is not None and (new.subject_key, new.value_key) == ("brightwater symphony", "tomas varga")
+    assert compare(old, new) == "contradiction_fork"
+
+
+def test_a_date_a_project_must_ship_by_is_its_deadline():
+    from fabric.placement.facts import compare
+
+    old, new = extract("Juniper's deadline is 2026-02-01."), extract("Juniper must be done by 1 February 2026.")
+    assert (new.relation, new.value_key) == ("deadline", old.value_key)
+    assert compare(old, new) in ("duplicate", "child_update")

@@ -116,6 +116,21 @@ _INNER_ADVERB = re.compile(r"\b([a-z]+(?:s|ed))\s+[a-z]{2,}ly\s+(to|into|for|at|
 # "... is Middlemarch, not Dune": the value denied after a comma is the old one, not a negation of the fact.
 _NOT_THAT = re.compile(r",\s*not\s+(?:the\s+)?[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*(?=\s*(?:[.!?;]|$))")
 
+_MONTH_NAMES = "January February March April May June July August September October November December".split()
+_MONTH = r"(January|February|March|April|May|June|July|August|September|October|November|December)"
+_ISO_DAY = re.compile(r"\b(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])\b(?!-\d)")
+# ("Room 4 May be closed": the verb "may" is no month.)
+_DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b(?!(?<=May)\s+[a-z])"
+                        rf"(?:,?\s+(\d{{4}})\b)?")
+_MONTH_DAY = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)\b")
+
+
+def _dates(t: str) -> str:
+    """"2025-03-14", "14 March 2025", "the 14th of March", "March 14th" -> "March 14, 2025" / "March 14"."""
+    t = _ISO_DAY.sub(lambda m: f"{_MONTH_NAMES[int(m.group(2)) - 1]} {int(m.group(3))}, {m.group(1)}", t)
+    t = _DAY_MONTH.sub(lambda m: f"{m.group(2)} {int(m.group(1))}" + (f", {m.group(3)}" if m.group(3) else ""), t)
+    return _MONTH_DAY.sub(r"\1 \2", t)
+
 
 def _reported(m: re.Match[str]) -> str:
     return m.group(1) + ("'s" if m.group(2) in ("their", "his", "her") else "")
@@ -126,6 +141,7 @@ def canonical(text: str) -> str:
     """The sentence with numbers, times, dates and phone numbers written one way (NFKC first), the
     user written "User", reported speech and honorifics dropped."""
     t = unicodedata.normalize("NFKC", text).replace("’", "'")
+    t = _dates(t)
     for pattern, user in _USER:
         t = pattern.sub(user, t)
     t = _REPORTED.sub(_reported, t)

@@ -106,7 +106,8 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("team", r"\bplays for\b|\bsigned (?:with|for)\b"),
     _rel("work_location", r"\bworks? (?:from|out of|in)\b|\bdesk\b|\bsits in\b|\bbased at\b|\bworkplace\b"),
     _rel("email", r"\be-?mail(?: address)?\b|\bwrite to\b", numeric=None),
-    _rel("deadline", r"\bdeadline\b|\bdue\b", numeric=None, dated=True),
+    _rel("deadline", r"\bdeadline\b|\bdue\b|\b(?:ship|deliver|finish|complete|be done|submit|hand in|wrap up)(?:ped|ed|d)?"
+                 r" by\b", numeric=None, dated=True),
     _rel("launch_date", r"\blaunch(?:es|ed|ing)?\b|\brelease date\b|\bgo(?:es)? live\b|\bships on\b", numeric=None,
          dated=True),
     _rel("rent", r"\brent\b|\brents for\b", numeric=True),
@@ -396,7 +397,7 @@ def _relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int, s
         noun = _RELATIONAL_NOUN.search(masked)
         if noun is None:
             return [], -1, []
-        phrase = noun.group("of") or noun.group("poss") or noun.group("as")
+        phrase = noun.group("of") or noun.group("poss") or noun.group("as") or noun.group("appos")
         words_ = [w for w in phrase.split() if w not in _ADJECTIVES]
         if not words_ or words_[-1] in _STOP:
             return [], -1, []
@@ -414,7 +415,9 @@ _NOUN = r"((?:[a-z][a-z-]*\s+){0,2}[a-z][a-z-]*)"
 _RELATIONAL_NOUN = re.compile(
     rf"\b(?:the|its|his|her|their)\s+(?P<of>{_NOUN[1:-1]})\s+(?:of|for)\s+§"
     rf"|§'s\s+(?P<poss>{_NOUN[1:-1]})\s+(?:is|was|remains|has been|are)\b"
-    rf"|§\s+(?:has|have)\s+§\s+as\s+(?:its|his|her|their)\s+(?P<as>{_NOUN[1:-1]})\b")
+    rf"|§\s+(?:has|have)\s+§\s+as\s+(?:its|his|her|their)\s+(?P<as>{_NOUN[1:-1]})\b"
+    # "X has a new principal, Y", "X got a new coach: Y"
+    rf"|§\s+(?:has|have|got|gets)\s+(?:a|an|its|his|her|their)\s+(?P<appos>{_NOUN[1:-1]})\s*[,:–—-]\s*(?:(?:mr|mrs|ms|mx|dr|prof)\s+)?§")
 _ADJECTIVES = frozenset("""new current former latest present acting interim all-time longtime long-time own first
     official main sole only""".split())
 _MULTI_NOUNS = frozenset("""friend colleague neighbour neighbor client customer member child son daughter sibling
@@ -581,7 +584,7 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
     subject_key = f"{subject.key} / {whose}" if whose else subject.key
     others = frozenset(sp.key for sp in spans if sp is not subject and sp is not value) | modifiers
     detail = frozenset(m.group() for m in re.finditer(r"[a-z][a-z'-]+", masked)
-                       if m.group() not in _STOP and m.group() not in _MONTHS
+                       if m.group() not in _STOP and m.group() not in _MONTHS and m.group() not in _TITLES
                        and not _covered(covered, m.start()))
     return Fact(subject=f"{subject.text}'s {whose}" if whose else subject.text, relation=_name(rels, subject_key),
                 relations=frozenset(r.name for r in rels), value=value.text, subject_key=subject_key,

@@ -134,3 +134,25 @@ def test_a_date_a_project_must_ship_by_is_its_deadline():
     old, new = extract("Juniper's deadline is 2026-02-01."), extract("Juniper must be done by 1 February 2026.")
     assert (new.relation, new.value_key) == ("deadline", old.value_key)
     assert compare(old, new) in ("duplicate", "child_update")
+
+
+def test_a_relative_is_someone_the_subject_has_not_a_word_in_a_clause():
+    from fabric.placement.align import read
+
+    assert read("Omar Said's daughter studies in Delft.").relatives == frozenset({"daughter"})
+    assert read("The partner of Omar Said runs a bakery.").relatives == frozenset({"partner"})
+    assert read("Omar Said chairs Lindqvist, a former Accenture partner.").relatives == frozenset()
+
+
+def test_a_former_role_in_a_trailing_clause_leaves_the_fact_current():
+    fact = extract("The chief executive of Ostwind Rail is Mara Pohl, formerly a consultant.")
+    assert fact is not None and not fact.past
+    assert extract("Mara Pohl was formerly the chief executive of Ostwind Rail.").past
+
+
+def test_when_a_change_takes_effect_is_no_part_of_the_attribute():
+    from fabric.placement.align import compare_aligned, relation_similarity
+
+    got = compare_aligned("The Lindenhof pool closes at 9 pm.", "Starting next month the Lindenhof pool will close at 10 pm.",
+                          relation_similarity)
+    assert (got.verdict, got.old_value, got.new_value) == ("contradiction_fork", "21:00", "22:00")

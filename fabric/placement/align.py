@@ -180,6 +180,10 @@ _CHANGE = frozenset("""now new newly changed change changes moved move moves swi
 _RELATIVES = frozenset("""son daughter child children kid kids wife husband spouse partner sister brother sibling
     mother father mom mum dad parent parents grandmother grandfather aunt uncle cousin niece nephew friend
     boss deputy assistant colleague neighbour neighbor fiance fiancee girlfriend boyfriend team-mate""".split())
+_RELATIVE = re.compile(rf"(?:'s?|\b(?:his|her|their|its|our|your))\s+(?:[a-z-]+\s+)?({'|'.join(_RELATIVES)})\b"
+                       rf"|\b({'|'.join(_RELATIVES)})\s+of\b")
+_WHEN = re.compile(r"\b(?:from|starting|beginning|as of|effective)\s+(?:next|this|the coming|tomorrow|today|now)"
+                   r"(?:\s+(?:week|month|year|quarter|season))?\b")
 # A subject holds several values of these at once: a new name is another fact, not a correction.
 _MANY = re.compile(r"\b(?:visited|visits|(?:has|have) been to|speaks|speak|plays|play|collects|owns|includes?|available on|member of"
                    r"|ha(?:s|ve) an? (?![\w-]+ (?:named|called)\b)"  # but "has a dog named Ziggy": its name
@@ -365,12 +369,13 @@ def _read(t: str, spans: tuple[Span, ...]) -> Reading:
     for a in anchors:
         masked[a.start:a.end] = " " * (a.end - a.start)
     rest = "".join(masked)
+    rest = _WHEN.sub(" ", rest)  # "from next week ...": when the statement holds, not the attribute
     tokens = [w.removesuffix("'s").removesuffix("'") for w in _WORD.findall(rest)]
     words = tuple(stem(w) for w in tokens if w not in _STOP and w not in _CHANGE and len(w) > 1)
     return Reading(low, anchors, words, _NEGATION.search(rest) is not None,
                    _MANY.search(rest) is not None or _ACTIVITY.search(rest) is not None,
                    _ALSO.search(rest) is not None, _event(low, anchors),
-                   frozenset(w for w in tokens if w in _RELATIVES))
+                   frozenset(m.group(1) or m.group(2) for m in _RELATIVE.finditer(rest)))
 
 
 # ---------------------------------------------------------------------------------------- comparing

@@ -589,7 +589,7 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
     return Fact(subject=f"{subject.text}'s {whose}" if whose else subject.text, relation=_name(rels, subject_key),
                 relations=frozenset(r.name for r in rels), value=value.text, subject_key=subject_key,
                 value_key=value_key(value.text), negated=_NEGATION.search(masked) is not None,
-                past=_PAST.search(masked) is not None, tail=value is tail, loose=loose, others=others, detail=detail,
+                past=_PAST.search(masked, 0, limit) is not None, tail=value is tail, loose=loose, others=others, detail=detail,
                 period=frozenset(_PERIOD.findall(text)),
                 lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"))
 

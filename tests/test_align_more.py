@@ -156,3 +156,12 @@ def test_when_a_change_takes_effect_is_no_part_of_the_attribute():
     got = compare_aligned("The Lindenhof pool closes at 9 pm.", "Starting next month the Lindenhof pool will close at 10 pm.",
                           relation_similarity)
     assert (got.verdict, got.old_value, got.new_value) == ("contradiction_fork", "21:00", "22:00")
+
+
+@pytest.mark.parametrize("text, written", [
+    ("The vote was postponed by a week, to June 2.", "The vote was postponed to June 2."),
+    ("Go-live got moved forward 3 days to May 9.", "Go-live got moved to May 9."),
+    ("The cluster runs Redis v7.2.", "The cluster runs Redis 7.2."),
+])
+def test_how_far_a_date_moved_and_a_version_prefix_are_left_out(text, written):
+    assert canonical(text) == written

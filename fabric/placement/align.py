@@ -131,6 +131,13 @@ def _dates(t: str) -> str:
     t = _DAY_MONTH.sub(lambda m: f"{m.group(2)} {int(m.group(1))}" + (f", {m.group(3)}" if m.group(3) else ""), t)
     return _MONTH_DAY.sub(r"\1 \2", t)
 
+# "pushed back 2 weeks, to October 14", "delayed by three days": how far it moved is no value of its own.
+_SHIFT = re.compile(r"\b((?:pushed|moved|pulled|brought|set)\s+(?:back|forward|out|up)|delayed|postponed|"
+                    r"extended)\s+(?:by\s+)?(?:about\s+)?(?:a|an|\d+)\s+(?:days?|weeks?|months?|hours?|years?)\b,?",
+                    re.IGNORECASE)
+# "v16.2": a version is its number.
+_VERSION = re.compile(r"\bv(\d+(?:\.\d+)+)\b")
+
 
 def _reported(m: re.Match[str]) -> str:
     return m.group(1) + ("'s" if m.group(2) in ("their", "his", "her") else "")
@@ -152,6 +159,8 @@ def canonical(text: str) -> str:
     t = re.sub(r"\b(noon|midday)\b", "12:00", t, flags=re.IGNORECASE)
     t = re.sub(r"\bmidnight\b", "00:00", t, flags=re.IGNORECASE)
     t = _spell_numbers(t)
+    t = _SHIFT.sub(lambda m: m.group(1).split()[0], t)  # "pushed back 2 weeks, to" -> "pushed to"
+    t = _VERSION.sub(r"\1", t)
     # "Ask anyone at Ostara Labs: Ada works there" -> "Ask anyone: Ada works at Ostara Labs"
     t = _THERE.sub(lambda m: f"{m.group(2)}{m.group(3)}{m.group(1).split()[0]} {m.group(1).split(None, 1)[1]}", t)
     t = re.sub(r"\s*°\s*[CF]\b|°", " degrees", t)

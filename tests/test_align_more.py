@@ -165,3 +165,16 @@ def test_when_a_change_takes_effect_is_no_part_of_the_attribute():
 ])
 def test_how_far_a_date_moved_and_a_version_prefix_are_left_out(text, written):
     assert canonical(text) == written
+
+
+def test_money_in_other_currencies_is_money():
+    from fabric.placement.align import compare_aligned, relation_similarity
+    from fabric.placement.facts import number_key
+
+    assert number_key("120 kronor") == number_key("120") == "120"
+    got = compare_aligned("A sauna session at Kallbad Vest costs 120 SEK.", "A sauna session at Kallbad Vest is 150 kronor.",
+                          relation_similarity)
+    assert got.verdict == "contradiction_fork"
+    other = compare_aligned("A sauna session at Kallbad Vest costs 120 SEK.", "A sauna session at Kallbad Vest lasts 120 minutes.",
+                            relation_similarity)
+    assert other.verdict not in ("contradiction_fork", "duplicate")

@@ -32,7 +32,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from .facts import Span, _names as names, _project, number_key
+from .facts import CURRENCY, Span, _names as names, _project, number_key
 
 # ------------------------------------------------------------------------------ numbers written one way
 
@@ -261,7 +261,7 @@ class Reading:
 
 
 _TIME = re.compile(r"\d\d:\d\d")
-_CURRENCY = re.compile(r"[$€£]|\b(?:dollars?|euros?|pounds?|usd|eur|gbp)\b", re.IGNORECASE)
+_CURRENCY = re.compile(rf"[$€£]|\b(?:{CURRENCY})\b", re.IGNORECASE)
 _COPULA_AFTER = re.compile(r"\s+(?:is|was|are|were|'s|remains|has been|will be)\b")
 
 

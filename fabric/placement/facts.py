@@ -149,7 +149,10 @@ _SAME_THING = {"movie": "film", "films": "film", "movies": "film", "novel": "boo
 _TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?(?!\d{4}-\d\d-\d\d\b)(?=(?:-?\d){7})\d{2,4}(?:-\d{2,6}){1,4}\b"
                     r"|[$€£]?\d(?:[\d,.:]*\d)?(?:\s?(?:%|am|pm))?|[^\W\d_][\w'’-]*|\S")
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9}
-_CURRENCY_WORDS = {"dollars", "dollar", "euros", "euro", "pounds", "usd", "eur", "gbp"}
+# Money after the number ("45 kroner", "20 dollars"): one word list for reading names, numbers and units.
+CURRENCY = r"dollars?|euros?|pounds?|usd|eur|gbp|kr|kroner|krone|kronor|krona|sek|nok|dkk|yen|jpy|chf|francs?|rupees?|inr"
+_CURRENCY_WORDS = frozenset(w for part in CURRENCY.split("|")
+                            for w in ((part[:-2], part[:-1]) if part.endswith("s?") else (part,)))
 # Capitalised at the start of a sentence, or part of a title: grammar, not a name.
 _COMMON = frozenset("""the a an this that these those our their his her its my your since as in on at from after
     before today now currently yesterday recently home billing favourite favorite head when according update
@@ -211,7 +214,7 @@ class Fact:
 
 
 _NUMBER = re.compile(r"[$€£]?\s*(\d[\d,]*(?:\.\d+)?)\s*((?:thousand|million|billion|mn|bn|k|m|b)?)\.?"
-                     r"(?:\s+(?:dollars?|euros?|pounds?|usd|eur|gbp))?")
+                     rf"(?:\s+(?:{CURRENCY}))?")
 
 
 def number_key(text: str) -> str | None:

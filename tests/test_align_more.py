@@ -178,3 +178,14 @@ def test_money_in_other_currencies_is_money():
     other = compare_aligned("A sauna session at Kallbad Vest costs 120 SEK.", "A sauna session at Kallbad Vest lasts 120 minutes.",
                             relation_similarity)
     assert other.verdict not in ("contradiction_fork", "duplicate")
+
+
+@pytest.mark.parametrize("old, new", [
+    ("I work at Stripe.", "User just joined Revolut."),
+    ("Helios Labs is owned by Arkwright.", "Ownership of Helios Labs passed to Brightstar Capital."),
+    ("my manager is Tom Reed", "The user now reports to Aiko Mori."),
+])
+def test_a_change_said_with_a_verb_of_change_is_a_contradiction(old, new):
+    from fabric.placement.facts import compare
+
+    assert compare(extract(old, new), extract(new, old)) == "contradiction_fork"

@@ -89,7 +89,7 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("billing_plan", r"\bplan\b|\btier\b|\bsubscription\b|\bsubscribed to\b|\bsubscribes to\b|\bbilled on\b"
                          r"|\bupgraded to\b|\bdowngraded to\b"),
     _rel("owner", r"\bowned by\b|\bowns\b|\bparent company\b|\bsubsidiary of\b|\bacquired by\b|\bunit of\b"
-                  r"|\bowner\b|\bbought by\b", r"\bowns\b"),
+                  r"|\bowner(?:ship)?\b|\bbought by\b", r"\bowns\b"),
     _rel("spouse", r"\bmarried to\b|\bwife\b|\bhusband\b|\bspouse\b"),
     _rel("mentor", r"\bmentor(?:s|ed by)?\b", r"\bmentors\b"),
     _rel("coach", r"\bcoach(?:es|ed by)?\b|\btrained by\b|\btrainer\b", r"\bcoaches\b"),
@@ -375,7 +375,8 @@ _STOP = frozenset("""a an the is are was were be been being has have had of in o
     its it his her their our this that which who whom whose now also currently still since from into than
     any other more most very so then there here not no longer where these days update correction latest today
     nowadays lately recently anymore billing took over appointed named became becomes serves serving acts role
-    position officially made make makes calls call pays paid likes love loves best all again""".split())
+    position officially made make makes calls call pays paid likes love loves best all again just actually finally
+    passed""".split())
 
 
 def _relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int, str]]]:

@@ -189,3 +189,11 @@ def test_a_change_said_with_a_verb_of_change_is_a_contradiction(old, new):
     from fabric.placement.facts import compare
 
     assert compare(extract(old, new), extract(new, old)) == "contradiction_fork"
+
+
+def test_an_adjective_before_the_possessed_noun_keeps_the_fact_tight():
+    from fabric.placement.facts import compare
+
+    old, new = extract("Marta Ruiz's line manager is Ivo Petrov."), extract("Marta Ruiz's new line manager is Sven Ek.")
+    assert not new.loose
+    assert compare(old, new) == "contradiction_fork"

@@ -457,12 +457,15 @@ def _linked(masked: str, pa: int, pb: int, covered: list[tuple[int, int, str]]) 
         if w in _STOP or w in _ADJECTIVES or w in _TITLES or w in _AUXILIARIES or w in _LINKING or w.endswith("ly") \
                 or _covered(covered, pa + 1 + m.start()):
             continue
-        if re.fullmatch(r"'s\s+", between[:m.start()]) or (
+        if re.fullmatch(r"'s\s+", between[:m.start()]) or _AFTER_POSSESSIVE.fullmatch(between[:m.start()]) and all(
+                w in _ADJECTIVES for w in between[2:m.start()].split()) or (
                 re.search(r"\b(?:a|an|the)\s+$", between[:m.start()]) and not between[m.end():].strip()):
             continue
         return False
     return True
 
+
+_AFTER_POSSESSIVE = re.compile(r"'s\s+(?:[a-z-]+\s+)+")  # "X's new team lead": adjectives, then the noun
 
 # Light verbs people restate a fact with ("switched to the Scale plan", "is located in Vilnius").
 _LINKING = frozenset("""moved switched located situated holds holding answers joined hired relocated transferred

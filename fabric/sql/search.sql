@@ -229,8 +229,8 @@ ORDER BY t.vec_rank
 -- memories that hold at (valid_at, known_at), found by the iterative HNSW scan (`ann` of
 -- search_vector), with their rows. It returns fewer than k rows when the scan gave up or fewer than
 -- k memories qualify; fabric/read/search.py then runs search_vector, whose exact scan answers. One
--- statement without the exact-scan branch is cheaper to plan (~0.9 -> ~0.4 ms at 100k memories):
--- at ~1 ms of execution, planning was half of a search. Parameters as in search_vector.
+-- statement without the exact-scan branch is cheaper to plan (0.94 -> 0.50 ms at 100k memories):
+-- at ~1.5 ms of execution, planning was a third of a search. Parameters as in search_vector.
 SELECT m.id, m.org, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.relation, m.value,
        a.valid_from, a.valid_to, a.recorded_at, a.expired_at, a.superseded_by, m.placement,
        m.source, m.kind, m.durability, m.metadata, a.version, a.state, a.decision_id,

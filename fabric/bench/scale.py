@@ -1162,7 +1162,7 @@ class ReadBench:
             params = fsearch.search_params(org=self.c.orgs[x.org], text="", vector=x.vec, mode="vector", k=K,
                                            valid_at=_ts(x.valid_us), known_at=_ts(x.known_us), current=x.current)
             iterative = fsearch.pgvector_version(self.conn) >= fsearch.ITERATIVE_SCAN_SINCE
-            stmt = fsearch.VECTOR_SQL if short else fsearch.statement_for("vector", iterative)
+            stmt = fsearch.VECTOR_SQL if short else fsearch.statement_for("vector", iterative, params["current"])
         except (AttributeError, TypeError) as exc:
             return [f"(the search statement is not introspectable here: {exc})"]
         with self.conn.transaction():

@@ -58,6 +58,7 @@ HYBRID_POOL = 50    # rows taken from each leg before fusion (at least k)
 DF_CAP = 100        # a term in this many of the memories that hold, or more, carries no weight
 COMMON_DF_FACTOR = 10   # a term in df_cap x this many of the org's memories is not even scanned
 CONTEXT_SLACK = 8   # superseded nodes a context walk may pass through beyond n hops
+CURRENT_OVERFETCH = 2   # current-state scans take this many candidates per row asked, then filter by time
 ITERATIVE_SCAN_SINCE = (0, 8)   # the pgvector release that added hnsw.iterative_scan
 # The HNSW index each kind of read searches (its size sets the candidate list).
 CURRENT_INDEX = "fabric.ix_current_embeddings_embedding_hnsw"
@@ -65,7 +66,8 @@ ALL_INDEX = "fabric.ix_memories_embedding_hnsw"
 
 SEARCH_SQL = q("search")
 VECTOR_SQL = q("search_vector")
-VECTOR_INDEX_SQL = q("search_vector_index")
+VECTOR_CURRENT_SQL = q("search_vector_current")
+VECTOR_AT_SQL = q("search_vector_at")
 ANN_SQL = q("search_vector_ann")
 CONTEXT_SQL = q("search_context")
 
@@ -111,23 +113,28 @@ def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, 
     return {"org": org, "q": vector if mode != "lexical" else None, "query": text or "",
             "names": named_words(text or "") if names else "", "valid_at": valid_at, "known_at": known_at,
             "include_superseded": include_superseded, "live_only": live_only, "mode": mode, "k": k,
-            "pool": max(pool, k), "rrf_k": rrf_k, "df_cap": df_cap, "common_df": COMMON_DF_FACTOR * df_cap,
+            "pool": max(pool, k), "scan_limit": CURRENT_OVERFETCH * (k if mode == "vector" else max(pool, k)),
+            "rrf_k": rrf_k, "df_cap": df_cap, "common_df": COMMON_DF_FACTOR * df_cap,
             "subject_prefix": subject_prefix, "current": (current and not include_superseded) or live_only}
 
 
-def statement_for(mode: str, iterative: bool = False) -> str:
+def statement_for(mode: str, iterative: bool = False, current: bool = False) -> str:
     """Hybrid and lexical run `search`. Vector mode runs `search_vector` (index scan, exact scan when it
-    comes up short); with iterative scans (`iterative`) it first runs `search_vector_index`, the index
-    scan alone, which is cheaper to plan and nearly always returns k rows (see `fallback_for`)."""
+    comes up short); with iterative scans (`iterative`) it first runs the index scan alone, of the
+    current state (`current`: search_vector_current) or of every memory (search_vector_at): cheaper to
+    plan, and it nearly always returns k rows (see `fallback_for`)."""
     if mode != "vector":
         return SEARCH_SQL
-    return VECTOR_INDEX_SQL if iterative else VECTOR_SQL
+    if not iterative:
+        return VECTOR_SQL
+    return VECTOR_CURRENT_SQL if current else VECTOR_AT_SQL
 
 
 def fallback_for(statement: str, rows: list[Any], params: dict[str, Any]) -> str | None:
-    """The statement to run next when `statement` (search_vector_index) came up short of k rows: the
-    full search_vector, whose exact scan answers. None when the rows are the answer."""
-    return VECTOR_SQL if statement is VECTOR_INDEX_SQL and len(rows) < params["k"] else None
+    """The statement to run next when an index-scan-only statement came up short of k rows: the full
+    search_vector, whose exact scan answers. None when the rows are the answer."""
+    short = statement is VECTOR_CURRENT_SQL or statement is VECTOR_AT_SQL
+    return VECTOR_SQL if short and len(rows) < params["k"] else None
 
 
 _SETTINGS_SQL = """
@@ -261,8 +268,8 @@ def search_plan(*, org: str, text: str, vector: np.ndarray | None, mode: str, k:
                            known_at=known_at, include_superseded=include_superseded, live_only=live_only,
                            pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix,
                            current=current)
-    return (search_settings(params, ef_search=ef_search, iterative=iterative), statement_for(mode, iterative),
-            params)
+    return (search_settings(params, ef_search=ef_search, iterative=iterative),
+            statement_for(mode, iterative, params["current"]), params)
 
 
 def search_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -58,6 +58,7 @@ HYBRID_POOL = 50    # rows taken from each leg before fusion (at least k)
 DF_CAP = 100        # a term in this many of the memories that hold, or more, carries no weight
 COMMON_DF_FACTOR = 10   # a term in df_cap x this many of the org's memories is not even scanned
 CONTEXT_SLACK = 8   # superseded nodes a context walk may pass through beyond n hops
+CURRENT_OVERFETCH = 2   # current-state scans take this many candidates per row asked, then filter by time
 ITERATIVE_SCAN_SINCE = (0, 8)   # the pgvector release that added hnsw.iterative_scan
 # The HNSW index each kind of read searches (its size sets the candidate list).
 CURRENT_INDEX = "fabric.ix_current_embeddings_embedding_hnsw"
@@ -65,6 +66,8 @@ ALL_INDEX = "fabric.ix_memories_embedding_hnsw"
 
 SEARCH_SQL = q("search")
 VECTOR_SQL = q("search_vector")
+VECTOR_CURRENT_SQL = q("search_vector_current")
+VECTOR_AT_SQL = q("search_vector_at")
 ANN_SQL = q("search_vector_ann")
 CONTEXT_SQL = q("search_context")
 
@@ -110,13 +113,28 @@ def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, 
     return {"org": org, "q": vector if mode != "lexical" else None, "query": text or "",
             "names": named_words(text or "") if names else "", "valid_at": valid_at, "known_at": known_at,
             "include_superseded": include_superseded, "live_only": live_only, "mode": mode, "k": k,
-            "pool": max(pool, k), "rrf_k": rrf_k, "df_cap": df_cap, "common_df": COMMON_DF_FACTOR * df_cap,
+            "pool": max(pool, k), "scan_limit": CURRENT_OVERFETCH * (k if mode == "vector" else max(pool, k)),
+            "rrf_k": rrf_k, "df_cap": df_cap, "common_df": COMMON_DF_FACTOR * df_cap,
             "subject_prefix": subject_prefix, "current": (current and not include_superseded) or live_only}
 
 
-def statement_for(mode: str) -> str:
-    """Vector mode runs the lean `search_vector` statement; hybrid and lexical run `search`."""
-    return VECTOR_SQL if mode == "vector" else SEARCH_SQL
+def statement_for(mode: str, iterative: bool = False, current: bool = False) -> str:
+    """Hybrid and lexical run `search`. Vector mode runs `search_vector` (index scan, exact scan when it
+    comes up short); with iterative scans (`iterative`) it first runs the index scan alone, of the
+    current state (`current`: search_vector_current) or of every memory (search_vector_at): cheaper to
+    plan, and it nearly always returns k rows (see `fallback_for`)."""
+    if mode != "vector":
+        return SEARCH_SQL
+    if not iterative:
+        return VECTOR_SQL
+    return VECTOR_CURRENT_SQL if current else VECTOR_AT_SQL
+
+
+def fallback_for(statement: str, rows: list[Any], params: dict[str, Any]) -> str | None:
+    """The statement to run next when an index-scan-only statement came up short of k rows: the full
+    search_vector, whose exact scan answers. None when the rows are the answer."""
+    short = statement is VECTOR_CURRENT_SQL or statement is VECTOR_AT_SQL
+    return VECTOR_SQL if short and len(rows) < params["k"] else None
 
 
 _SETTINGS_SQL = """
@@ -199,28 +217,45 @@ def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray 
         include_superseded=include_superseded, live_only=live_only, ef_search=ef_search, pool=pool,
         rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix, current=current,
         iterative=pgvector_version(conn) >= ITERATIVE_SCAN_SINCE)
+    rows = _run(conn, settings, statement, params)
+    fallback = fallback_for(statement, rows, params)
+    if fallback is not None:
+        rows = _run(conn, settings, fallback, params)
+    return search_rows(rows)
+
+
+def _run(conn: psycopg.Connection, settings: list[tuple[str, Any]], statement: str, params: dict[str, Any]
+         ) -> list[Any]:
+    """The settings and one statement, sent together in a pipeline (one round trip)."""
     if psycopg.Pipeline.is_supported():
         with conn.pipeline():
             for stmt, args in settings:
                 conn.execute(stmt, args)
             cur = conn.execute(statement, params)
-        rows = cur.fetchall()
-    else:  # pragma: no cover - libpq older than 14
-        for stmt, args in settings:
-            conn.execute(stmt, args)
-        rows = conn.execute(statement, params).fetchall()
-    return search_rows(rows)
+        return cur.fetchall()
+    for stmt, args in settings:  # pragma: no cover - libpq older than 14
+        conn.execute(stmt, args)
+    return conn.execute(statement, params).fetchall()
 
 
 async def asearch(conn: psycopg.AsyncConnection, **kw: Any) -> list[dict[str, Any]]:
     """`search` on an async connection: the same plan, the same statement, the same rows."""
     iterative = await apgvector_version(conn) >= ITERATIVE_SCAN_SINCE
     settings, statement, params = search_plan(**kw, iterative=iterative)
+    rows = await _arun(conn, settings, statement, params)
+    fallback = fallback_for(statement, rows, params)
+    if fallback is not None:
+        rows = await _arun(conn, settings, fallback, params)
+    return search_rows(rows)
+
+
+async def _arun(conn: psycopg.AsyncConnection, settings: list[tuple[str, Any]], statement: str,
+                params: dict[str, Any]) -> list[Any]:
     async with conn.pipeline():
         for stmt, args in settings:
             await conn.execute(stmt, args)
         cur = await conn.execute(statement, params)
-    return search_rows(await cur.fetchall())
+    return await cur.fetchall()
 
 
 def search_plan(*, org: str, text: str, vector: np.ndarray | None, mode: str, k: int, valid_at: datetime,
@@ -233,7 +268,8 @@ def search_plan(*, org: str, text: str, vector: np.ndarray | None, mode: str, k:
                            known_at=known_at, include_superseded=include_superseded, live_only=live_only,
                            pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix,
                            current=current)
-    return search_settings(params, ef_search=ef_search, iterative=iterative), statement_for(mode), params
+    return (search_settings(params, ef_search=ef_search, iterative=iterative),
+            statement_for(mode, iterative, params["current"]), params)
 
 
 def search_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

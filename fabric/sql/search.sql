@@ -3,7 +3,8 @@
 -- comes up short), a lexical leg (full text over search_text through the GIN index, idf-weighted),
 -- and their fusion.
 --   mode 'lexical' : rank by (named terms matched, lexical score); score = named * (1 + Σ idf) + lexical
---   mode 'hybrid'  : rank by named terms matched + reciprocal rank fusion of both legs
+--   mode 'hybrid'  : rank by named terms matched, then the attribute the question asks about, then
+--                    reciprocal rank fusion of both legs
 -- Both legs apply the tenant and the time filter (fabric_api.holds) before they rank and cut, so
 -- neither can lose a qualifying memory behind better-scoring ones that do not qualify; the lexical
 -- leg's term statistics, too, are those of the memories that hold.
@@ -12,6 +13,8 @@
 -- live_only (only memories currently believed and live), mode, k, pool (rows per leg), rrf_k, df_cap,
 -- subject_prefix (NULL, or only memories in that namespace or below it: fabric_api.under, migration 0004).
 -- current (a current-state read: the vector leg searches fabric.current_embeddings), common_df.
+-- attribute_relations, attribute_words, attribute_weight: the attribute the question asks about
+-- (fabric/read/intent.py) and the weight of a memory that states it (see `asked`).
 -- The vector leg is the one in search_vector (keep the two in step).
 WITH
 -- ---------------------------------------------------------------- lexical leg
@@ -128,16 +131,40 @@ vec_leg AS (
     JOIN fabric.memories m ON m.org = %(org)s AND m.id = s.id
 ),
 -- ---------------------------------------------------------------- fusion
-scored AS (   -- named terms matched (counted by whichever leg found the memory) first, then RRF
-    SELECT f.id, f.vec_rank, f.lex_rank, f.names,
+fused AS (
+    SELECT coalesce(v.id, l.id) AS id, v.vec_rank, l.lex_score, l.lex_rank, coalesce(v.names, l.names) AS names
+    FROM vec_leg v FULL JOIN lex_leg l ON l.id = v.id
+),
+asked AS (   -- hybrid: does the memory state the attribute the question asks about (fabric/read/intent.py)?
+             -- Its stored relation is one the question names (attribute_relations), or every word of
+             -- the relation's name is among the question's (favourite_restaurant ~ "favourite restaurant"),
+             -- and its subject is one the question names -- when it names the subject of any memory here.
+    SELECT a.id, (a.relation_asked AND (a.subject_named OR NOT bool_or(a.subject_named) OVER ()))::int AS attribute
+    FROM (SELECT f.id,
+                 (NOT %(include_superseded)s OR v.state = 'live')
+                 AND (m.relation = ANY(%(attribute_relations)s::text[])
+                      OR coalesce((SELECT bool_and(EXISTS (
+                                       SELECT 1 FROM unnest(tsvector_to_array(to_tsvector('english', %(attribute_words)s))) w
+                                       WHERE (length(r) >= 3 AND starts_with(w, r)) OR (length(w) >= 4 AND starts_with(r, w))))
+                                   FROM unnest(tsvector_to_array(to_tsvector('english', replace(m.relation, '_', ' ')))) r),
+                                  false)) AS relation_asked,
+                 tsvector_to_array(to_tsvector('english', coalesce(m.subject, ''))) && (SELECT array_agg(lexeme) FROM qlex)
+                     AS subject_named
+          FROM fused f
+          JOIN fabric.memories m ON m.org = %(org)s AND m.id = f.id
+          JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+          WHERE %(mode)s = 'hybrid') a
+),
+scored AS (   -- named terms matched (counted by whichever leg found the memory) first, then the attribute
+              -- asked about (a tier: attribute_weight exceeds any fused score), then RRF
+    SELECT f.id, f.vec_rank, f.lex_rank, f.names, a.attribute,
            CASE %(mode)s
                WHEN 'lexical' THEN f.lex_score
-               ELSE f.names + coalesce(1.0::float8 / (%(rrf_k)s + f.vec_rank), 0)
+               ELSE f.names + %(attribute_weight)s * coalesce(a.attribute, 0)
+                            + coalesce(1.0::float8 / (%(rrf_k)s + f.vec_rank), 0)
                             + coalesce(1.0::float8 / (%(rrf_k)s + f.lex_rank), 0)
            END AS score
-    FROM (SELECT coalesce(v.id, l.id) AS id, v.vec_rank, l.lex_score, l.lex_rank,
-                 coalesce(v.names, l.names) AS names
-          FROM vec_leg v FULL JOIN lex_leg l ON l.id = v.id) f
+    FROM fused f LEFT JOIN asked a ON a.id = f.id
 ),
 top AS (
     SELECT * FROM scored ORDER BY score DESC, vec_rank, id LIMIT %(k)s
@@ -145,7 +172,8 @@ top AS (
 SELECT m.id, m.org, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.relation, m.value,
        v.valid_from, v.valid_to, v.recorded_at, v.expired_at, v.superseded_by, m.placement,
        m.source, m.kind, m.durability, m.metadata, v.version, v.state, v.decision_id,
-       t.score, t.vec_rank AS vector_rank, t.lex_rank AS lexical_rank, t.names AS named_matches
+       t.score, t.vec_rank AS vector_rank, t.lex_rank AS lexical_rank, t.names AS named_matches,
+       t.attribute AS attribute_match
 FROM top t
 JOIN fabric.memories m ON m.org = %(org)s AND m.id = t.id
 JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id

@@ -153,7 +153,9 @@ asked AS (   -- hybrid: does the memory state the attribute the question asks ab
           FROM fused f
           JOIN fabric.memories m ON m.org = %(org)s AND m.id = f.id
           JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-          WHERE %(mode)s = 'hybrid') a
+          WHERE %(mode)s = 'hybrid'   -- the version that holds, as the output's
+            AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                                 %(valid_at)s, %(known_at)s, %(include_superseded)s)) a
 ),
 scored AS (   -- named terms matched (counted by whichever leg found the memory) first, then the attribute
               -- asked about (a tier: attribute_weight exceeds any fused score), then RRF

@@ -33,9 +33,10 @@ Names. Words the query capitalises are the names it asks about (see `named_words
 `named_matches` is how many of their lexemes it contains, and the lexical and hybrid rankings
 order by it first: a fact about the entity the query names is never ranked behind a near-twin
 fact about another entity with a similar name (a shared first name, a shared sentence template),
-however close the twin's embedding. The hybrid score is `named_matches + Σ 1 / (rrf_k + rank)`
-over both legs (reciprocal rank fusion), so its integer part counts the named terms matched and
-the order follows the score. A query in lower case names nothing; fusion alone ranks it."""
+however close the twin's embedding. The hybrid score is `named_matches + attribute_weight x
+attribute + Σ 1 / (rrf_k + rank)` over both legs (reciprocal rank fusion; `attribute`: the memory
+states the attribute the question asks about, fabric/read/intent.py), so its integer part counts
+the named terms matched and the order follows the score. A query in lower case names nothing; fusion alone ranks it."""
 
 from __future__ import annotations
 

@@ -144,8 +144,8 @@ def test_the_fact_asked_about_ranks_first_among_its_subjects_facts(fab, asked, q
     assert len(hits) == 5                                   # k results whenever k qualify
 
 
-def test_keyed_memories_in_words_unlike_the_question(fab, org):
-    """Caller keys, content that never says "works" or "favourite": the stored relation answers."""
+def test_keyed_memories_in_words_unlike_the_question(api, org):
+    """Caller keys, content that never says "works" or "favourite": the stored relation answers (both APIs)."""
     for content, key in [
         ("Marta Quinn has been at Globex since the spring.", ("Marta Quinn", "employer", "Globex")),
         ("Marta Quinn has a flat in Lyon near the river.", ("Marta Quinn", "home_city", "Lyon")),
@@ -154,11 +154,11 @@ def test_keyed_memories_in_words_unlike_the_question(fab, org):
         ("Marta Quinn's team ships the billing service.", ("Marta Quinn", "team", "Billing")),
     ]:
         s, r, v = key
-        fab.wait(fab.write(content, org=org, subject=s, relation=r, value=v), 60)
-    assert _top(fab, org, "Who employs Marta Quinn?")[0].relation == "employer"
-    assert _top(fab, org, "where does marta quinn work")[0].relation == "employer"
-    assert _top(fab, org, "Marta Quinn's favourite restaurant?")[0].relation == "favourite_restaurant"
-    assert _top(fab, org, "In which city does Marta Quinn live?")[0].relation == "home_city"
+        api.wait(api.write(content, org=org, subject=s, relation=r, value=v), 60)
+    assert _top(api, org, "Who employs Marta Quinn?")[0].relation == "employer"
+    assert _top(api, org, "where does marta quinn work")[0].relation == "employer"
+    assert _top(api, org, "Marta Quinn's favourite restaurant?")[0].relation == "favourite_restaurant"
+    assert _top(api, org, "In which city does Marta Quinn live?")[0].relation == "home_city"
 
 
 def test_a_question_without_an_attribute_changes_nothing(fab, org, people):

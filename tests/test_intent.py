@@ -36,6 +36,13 @@ def T(year: int, month: int = 1) -> datetime:
     ("How old is Hana Sato?", "age"),
     ("What is Ines Okafor's favorite movie?", "favourite_film"),
     ("How many people work at Brightwater Logistics?", "headcount"),
+    ("What's Ines's salary?", "salary"),                # a number, though the question says no "how much"
+    ("what is brightwater's revenue", "revenue"),
+    ("what's the launch date for Atlas", "launch_date"),
+    ("Where is Ines employed?", "employer"),
+    ("Ines Okafor's current company?", "employer"),
+    ("Where is Ines living these days?", "home_city"),
+    ("Whom does Ines Okafor answer to?", "manager"),
 ])
 def test_the_question_names_its_attribute(question, relation):
     assert relation in read_question(question).relations
@@ -48,6 +55,27 @@ def test_the_question_names_its_attribute(question, relation):
 ])
 def test_the_question_does_not_ask_for_what_it_does_not_name(question, not_asked):
     assert not_asked not in read_question(question).relations
+
+
+# Written after the reader and never tuned on: how often an unseen wording is read (15 of 20 when
+# written; the misses: "works where?", "in charge at", "call home", "love most", "bank with").
+UNSEEN = [
+    ("Who is Kofi Mensah employed by?", "employer"), ("kofi mensah works where?", "employer"),
+    ("Tell me Kofi Mensah's workplace employer", "employer"), ("Who is in charge at Dunmore Labs?", "ceo"),
+    ("Dunmore Labs' CEO?", "ceo"), ("Who leads Dunmore Labs as chief executive?", "ceo"),
+    ("which plan is dunmore labs paying for", "billing_plan"), ("Is Dunmore Labs still on the Starter plan?", "billing_plan"),
+    ("Where is Kofi Mensah's home?", "home_city"), ("Which city does kofi call home?", "home_city"),
+    ("Where does Dunmore Labs have its headquarters?", "headquarters"), ("Who is Kofi Mensah's supervisor?", "manager"),
+    ("Kofi Mensah reports to whom?", "manager"), ("What is Kofi's favourite book?", "favourite_book"),
+    ("Which film does Kofi love most?", "favourite_film"), ("How many seats does Dunmore Labs have?", "seats"),
+    ("What's the monthly rent Kofi pays?", "rent"), ("Who does Kofi Mensah bank with?", "bank"),
+    ("Who is Dunmore's auditor these days?", "auditor"), ("What car does Kofi drive?", "car"),
+]
+
+
+def test_most_unseen_wordings_are_read():
+    read = [q for q, relation in UNSEEN if relation in read_question(q).relations]
+    assert len(read) >= 15, sorted(set(q for q, _ in UNSEEN) - set(read))
 
 
 @pytest.mark.parametrize("question", ["Tell me about Ines Okafor.", "ines okafor", "Anything new on Brightwater?"])

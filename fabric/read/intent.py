@@ -25,8 +25,11 @@ from ..placement import facts
 # Wordings of a question that no statement uses, each with the attributes it asks about.
 _QUESTION_FRAMES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
     (re.compile(pattern), relations) for pattern, relations in (
-        (r"\bwhere (?:does|did|do|is) § (?:work|working)\b|\bwho (?:does|did|do) § work\b"
-         r"|\bwhich (?:company|firm|employer|organi[sz]ation)\b.*\b(?:work|employ)", ("employer",)),
+        (r"\bwhere (?:does|did|do|is) § (?:work|working)\b|\bwho (?:does|did|do) § work\b|\bemployed\b"
+         r"|\bwhich (?:company|firm|employer)\b|(?:'s|\bher|\bhis|\btheir) (?:current )?(?:company|firm)\b",
+         ("employer",)),
+        (r"\bwhere (?:does|do|did|is|was) § (?:live|living|stay|staying|reside)\b", ("home_city",)),
+        (r"\banswers? to\b", ("manager",)),
         (r"\bwho (?:is|'s) in charge of\b|\bwho is at the top of\b", ("ceo", "lead")),
         (r"\bhow old\b", ("age",)),
         (r"\bhow much (?:does|do|did) § (?:earn|make|get paid)\b", ("salary",)),
@@ -37,10 +40,10 @@ _QUESTION_FRAMES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
         (r"\bstud(?:y|ied)\b|\b(?:school|university|college)\b", ("school",)),
         (r"\bwho (?:is|'s) § married\b", ("spouse",)),
     ))
-# A question that asks for a number ("How many seats ...?"); otherwise numeric attributes are left out
-# ("Who employs Ines?" asks for the employer, not the headcount, though "employs" states both).
+# A question that asks for a number ("How many seats ...?") or a date ("When ...?"); otherwise numeric
+# and dated attributes give way to the others the wording fits.
 _ASKS_NUMBER = re.compile(r"\bhow (?:many|much|old|big|large|tall)\b|\b(?:number|amount|size) of\b")
-_ASKS_DATE = re.compile(r"\bwhen\b|\bwhat (?:date|day|time)\b")
+_ASKS_DATE = re.compile(r"\bwhen\b|\bdate\b|\bwhat day\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +68,9 @@ def read_question(text: str) -> Question:
     masked, _ = facts._mask(text, spans)
     found, _, _ = facts._relations(masked)
     asks_number, asks_date = bool(_ASKS_NUMBER.search(masked)), bool(_ASKS_DATE.search(masked))
-    relations = [r.name for r in found
-                 if (r.numeric is None or r.numeric == asks_number) and (asks_date or not r.dated)]
+    # "Who employs X?" fits employer and headcount: a question that asks for no number wants the name.
+    fitting = [r for r in found if (r.numeric is None or r.numeric == asks_number) and (asks_date or not r.dated)]
+    relations = [r.name for r in (fitting if fitting or asks_number else found)]
     for pattern, names in _QUESTION_FRAMES:
         if pattern.search(masked):
             relations += names

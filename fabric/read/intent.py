@@ -49,10 +49,12 @@ _ASKS_DATE = re.compile(r"\bwhen\b|\bdate\b|\bwhat day\b")
 @dataclass(frozen=True, slots=True)
 class Question:
     """relations: attribute names of the lexicon the question asks about (may be empty).
-    words: the question's words other than its names, for matching stored relation names."""
+    words: the question's words other than its names, for matching stored relation names.
+    all_words: every word of the question in lower case, for matching stored subjects."""
 
     relations: tuple[str, ...]
     words: str
+    all_words: tuple[str, ...]   # every word, lower case ("Okafor's" -> "okafor"): a subject it names
 
 
 @lru_cache(maxsize=4096)
@@ -75,4 +77,6 @@ def read_question(text: str) -> Question:
         if pattern.search(masked):
             relations += names
     words = " ".join(w for w in re.findall(r"[a-z][a-z-]+", masked))
-    return Question(tuple(dict.fromkeys(relations)), words)
+    all_words = tuple(dict.fromkeys(w for w in re.findall(r"[^\W_]+", text.casefold())
+                                    if len(w) > 1 and w not in facts._STOP and w not in _OPENERS))
+    return Question(tuple(dict.fromkeys(relations)), words, all_words)

@@ -121,7 +121,7 @@ def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, 
             "pool": max(pool, k), "rrf_k": rrf_k, "df_cap": df_cap, "common_df": COMMON_DF_FACTOR * df_cap,
             "subject_prefix": subject_prefix, "current": (current and not include_superseded) or live_only,
             "attribute_relations": list(question.relations), "attribute_words": question.words,
-            "attribute_weight": attribute_weight}
+            "question_words": list(question.all_words), "attribute_weight": attribute_weight}
 
 
 def statement_for(mode: str) -> str:

@@ -13,8 +13,9 @@
 -- live_only (only memories currently believed and live), mode, k, pool (rows per leg), rrf_k, df_cap,
 -- subject_prefix (NULL, or only memories in that namespace or below it: fabric_api.under, migration 0004).
 -- current (a current-state read: the vector leg searches fabric.current_embeddings), common_df.
--- attribute_relations, attribute_words, attribute_weight: the attribute the question asks about
--- (fabric/read/intent.py) and the weight of a memory that states it (see `asked`).
+-- attribute_relations, attribute_words, question_words, attribute_weight: the attribute the question
+-- asks about, its words, and all its words (fabric/read/intent.py); the weight of a memory that
+-- states it (see `asked`).
 -- The vector leg is the one in search_vector (keep the two in step).
 WITH
 -- ---------------------------------------------------------------- lexical leg
@@ -135,27 +136,37 @@ fused AS (
     SELECT coalesce(v.id, l.id) AS id, v.vec_rank, l.lex_score, l.lex_rank, coalesce(v.names, l.names) AS names
     FROM vec_leg v FULL JOIN lex_leg l ON l.id = v.id
 ),
-asked AS (   -- hybrid: does the memory state the attribute the question asks about (fabric/read/intent.py)?
-             -- Its stored relation is one the question names (attribute_relations), or every word of
-             -- the relation's name is among the question's (favourite_restaurant ~ "favourite restaurant"),
-             -- and its subject is one the question names -- when it names the subject of any memory here.
-    SELECT a.id, (a.relation_asked AND (a.subject_named OR NOT bool_or(a.subject_named) OVER ()))::int AS attribute
-    FROM (SELECT f.id,
-                 (NOT %(include_superseded)s OR v.state = 'live')
-                 AND (m.relation = ANY(%(attribute_relations)s::text[])
-                      OR coalesce((SELECT bool_and(EXISTS (
-                                       SELECT 1 FROM unnest(tsvector_to_array(to_tsvector('english', %(attribute_words)s))) w
-                                       WHERE (length(r) >= 3 AND starts_with(w, r)) OR (length(w) >= 4 AND starts_with(r, w))))
-                                   FROM unnest(tsvector_to_array(to_tsvector('english', replace(m.relation, '_', ' ')))) r),
-                                  false)) AS relation_asked,
-                 tsvector_to_array(to_tsvector('english', coalesce(m.subject, ''))) && (SELECT array_agg(lexeme) FROM qlex)
-                     AS subject_named
-          FROM fused f
-          JOIN fabric.memories m ON m.org = %(org)s AND m.id = f.id
-          JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-          WHERE %(mode)s = 'hybrid'   -- the version that holds, as the output's
-            AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                                 %(valid_at)s, %(known_at)s, %(include_superseded)s)) a
+keyed AS MATERIALIZED (   -- hybrid: the fused memories' keys, from the version that holds (as the output's)
+    SELECT f.id, m.subject, m.relation, v.state
+    FROM fused f
+    JOIN fabric.memories m ON m.org = %(org)s AND m.id = f.id
+    JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+    WHERE %(mode)s = 'hybrid'
+      AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                           %(valid_at)s, %(known_at)s, %(include_superseded)s)
+),
+relations_asked AS (   -- each relation name found, once: is it the attribute the question asks about
+                       -- (fabric/read/intent.py)? One of the lexicon attributes the question names, or a
+                       -- name whose every word is among the question's (favourite_restaurant ~ "favourite
+                       -- restaurant"; words compared stemmed, a stem may be a prefix of the other)
+    SELECT r.relation
+    FROM (SELECT DISTINCT relation FROM keyed WHERE relation IS NOT NULL) r
+    CROSS JOIN (SELECT tsvector_to_array(to_tsvector('english', %(attribute_words)s)) AS words) q
+    WHERE r.relation = ANY(%(attribute_relations)s::text[])
+       OR (SELECT bool_and(EXISTS (SELECT 1 FROM unnest(q.words) w
+                                   WHERE (length(rw) >= 3 AND starts_with(w, rw)) OR (length(w) >= 4 AND starts_with(rw, w))))
+           FROM unnest(tsvector_to_array(to_tsvector('english', replace(r.relation, '_', ' ')))) rw)
+),
+matched AS MATERIALIZED (   -- subject_named: the subject has a word of the question's (question_words)
+    SELECT id, (NOT %(include_superseded)s OR state = 'live')
+               AND relation IN (SELECT relation FROM relations_asked) AS relation_asked,
+           coalesce(string_to_array(lower(subject), ' ') && %(question_words)s::text[], false) AS subject_named
+    FROM keyed
+),
+asked AS (   -- the memory states the attribute asked about, of a subject the question names -- when it
+             -- names the subject of any memory here (a lower-case question names none by capitals)
+    SELECT id, (relation_asked AND (subject_named OR NOT bool_or(subject_named) OVER ()))::int AS attribute
+    FROM matched
 ),
 scored AS (   -- named terms matched (counted by whichever leg found the memory) first, then the attribute
               -- asked about (a tier: attribute_weight exceeds any fused score), then RRF

@@ -145,7 +145,7 @@ keyed AS MATERIALIZED (   -- hybrid: the fused memories' keys, from the version 
       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
 ),
-relations_asked AS (   -- each relation name found, once: is it the attribute the question asks about
+relations_asked AS MATERIALIZED (   -- each relation name found, once: is it the attribute the question asks about
                        -- (fabric/read/intent.py)? One of the lexicon attributes the question names, or a
                        -- name whose every word is among the question's (favourite_restaurant ~ "favourite
                        -- restaurant"; words compared stemmed, a stem may be a prefix of the other)

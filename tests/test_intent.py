@@ -229,3 +229,18 @@ def test_vector_and_lexical_modes_report_no_attribute_rank(fab, org, people):
     for mode in ("vector", "lexical"):
         hits = fab.search("Where does Ines Okafor work?", org=org, k=3, mode=mode, explain=True)
         assert len(hits) == 3 and all(h.ranks["attribute"] is None for h in hits)
+
+
+def test_a_name_twin_s_fact_gets_no_attribute_rank(fab, org):
+    """Lower case names nothing by capitals: the subject with the most words of the question is the one asked."""
+    for content, key in [
+        ("Corin Lindquist works at Globex.", ("Corin Lindquist", "employer", "Globex")),
+        ("Corin Lindqvist lives in Oslo.", ("Corin Lindqvist", "home_city", "Oslo")),
+        ("Hooli pays Corin Lindqvist's salary.", ("Corin Lindqvist", "employer", "Hooli")),
+    ]:
+        s, r, v = key
+        fab.wait(fab.write(content, org=org, subject=s, relation=r, value=v), 60)
+    for question in ["where does corin lindqvist work", "Where does Corin Lindqvist work?"]:
+        hits = _top(fab, org, question)
+        assert hits[0].content == "Hooli pays Corin Lindqvist's salary.", [(h.content, h.ranks) for h in hits]
+        assert [h.ranks["attribute"] for h in hits if "Lindquist" in h.content] == [0]

@@ -23,8 +23,10 @@ from functools import lru_cache
 from ..placement import facts
 
 # Wordings of a question that no statement uses, each with the attributes it asks about.
+# § is a masked name; a lower-case question has no masked names, so § also stands for a few words.
+_ANYONE = r"(?:§(?:'s)?|[a-z][\w'’-]*(?: [a-z][\w'’-]*){0,3}?)"
 _QUESTION_FRAMES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
-    (re.compile(pattern), relations) for pattern, relations in (
+    (re.compile(pattern.replace("§", _ANYONE)), relations) for pattern, relations in (
         (r"\bwhere (?:does|did|do|is) § (?:work|working)\b|\bwho (?:does|did|do) § work\b|\bemployed\b"
          r"|\bwhich (?:company|firm|employer)\b|(?:'s|\bher|\bhis|\btheir) (?:current )?(?:company|firm)\b",
          ("employer",)),

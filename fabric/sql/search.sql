@@ -157,15 +157,17 @@ relations_asked AS MATERIALIZED (   -- each relation name found, once: is it the
                                    WHERE (length(rw) >= 3 AND starts_with(w, rw)) OR (length(w) >= 4 AND starts_with(rw, w))))
            FROM unnest(tsvector_to_array(to_tsvector('english', replace(r.relation, '_', ' ')))) rw)
 ),
-matched AS MATERIALIZED (   -- subject_named: the subject has a word of the question's (question_words)
+matched AS MATERIALIZED (   -- subject_words: how many words of the subject the question has (question_words)
     SELECT id, (NOT %(include_superseded)s OR state = 'live')
                AND relation IN (SELECT relation FROM relations_asked) AS relation_asked,
-           coalesce(string_to_array(lower(subject), ' ') && %(question_words)s::text[], false) AS subject_named
+           (SELECT count(*) FROM unnest(string_to_array(lower(subject), ' ')) w
+            WHERE w = ANY(%(question_words)s::text[])) AS subject_words
     FROM keyed
 ),
-asked AS (   -- the memory states the attribute asked about, of a subject the question names -- when it
-             -- names the subject of any memory here (a lower-case question names none by capitals)
-    SELECT id, (relation_asked AND (subject_named OR NOT bool_or(subject_named) OVER ()))::int AS attribute
+asked AS (   -- the memory states the attribute asked about, of the subject the question names best (most
+             -- words in common: "Corin Lindqvist", not the twin "Corin Lindquist"); when it names no
+             -- subject found here, of any subject
+    SELECT id, (relation_asked AND subject_words = max(subject_words) OVER ())::int AS attribute
     FROM matched
 ),
 scored AS (   -- named terms matched (counted by whichever leg found the memory) first, then the attribute

@@ -141,7 +141,7 @@ keyed AS MATERIALIZED (   -- hybrid: the fused memories' keys, from the version 
     FROM fused f
     JOIN fabric.memories m ON m.org = %(org)s AND m.id = f.id
     JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-    WHERE %(mode)s = 'hybrid'
+    WHERE %(mode)s = 'hybrid' AND m.relation IS NOT NULL
       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
 ),
@@ -150,7 +150,7 @@ relations_asked AS MATERIALIZED (   -- each relation name found, once: is it the
                        -- name whose every word is among the question's (favourite_restaurant ~ "favourite
                        -- restaurant"; words compared stemmed, a stem may be a prefix of the other)
     SELECT r.relation
-    FROM (SELECT DISTINCT relation FROM keyed WHERE relation IS NOT NULL) r
+    FROM (SELECT DISTINCT relation FROM keyed) r
     CROSS JOIN (SELECT tsvector_to_array(to_tsvector('english', %(attribute_words)s)) AS words) q
     WHERE r.relation = ANY(%(attribute_relations)s::text[])
        OR (SELECT bool_and(EXISTS (SELECT 1 FROM unnest(q.words) w
@@ -172,7 +172,8 @@ asked AS (   -- the memory states the attribute asked about, of the subject the 
 ),
 scored AS (   -- named terms matched (counted by whichever leg found the memory) first, then the attribute
               -- asked about (a tier: attribute_weight exceeds any fused score), then RRF
-    SELECT f.id, f.vec_rank, f.lex_rank, f.names, a.attribute,
+    SELECT f.id, f.vec_rank, f.lex_rank, f.names,
+           CASE %(mode)s WHEN 'hybrid' THEN coalesce(a.attribute, 0) END AS attribute,
            CASE %(mode)s
                WHEN 'lexical' THEN f.lex_score
                ELSE f.names + %(attribute_weight)s * coalesce(a.attribute, 0)

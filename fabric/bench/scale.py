@@ -1390,9 +1390,9 @@ class PrecomputedEmbeddings:
 def ingest_items(rng: np.random.Generator, n: int, n_orgs: int) -> list[list[dict[str, Any]]]:
     """Realistic writes per org: new keyed facts, value changes, repeats, added detail, free notes."""
     orgs: list[list[dict[str, Any]]] = [[] for _ in range(n_orgs)]
+    keyed_of: list[list[dict[str, Any]]] = [[] for _ in range(n_orgs)]  # kept as items grow: O(n), not O(n²)
     for i in range(n):
-        items = orgs[i % n_orgs]
-        keyed = [x for x in items if x.get("subject")]
+        items, keyed = orgs[i % n_orgs], keyed_of[i % n_orgs]
         r = rng.random()
         if r < 0.35 or not keyed:
             subj = f"{NOUNS[rng.integers(len(NOUNS))]} {i}"
@@ -1413,22 +1413,26 @@ def ingest_items(rng: np.random.Generator, n: int, n_orgs: int) -> list[list[dic
         else:
             words = " ".join(WORDS[w] for w in rng.integers(0, len(WORDS), size=int(rng.integers(6, 16))))
             items.append({"content": f"Note {i}: the {words}."})
+        if items[-1].get("subject"):
+            keyed.append(items[-1])
     return orgs
 
 
-def _spawn_workers(count: int, url: str, redis_url: str, queue: str, embed_url: str | None) -> list[subprocess.Popen]:
+def _spawn_workers(count: int, url: str, redis_url: str, queue: str, embed_url: str | None, *,
+                   extra_env: dict[str, str] | None = None, first: int = 0) -> list[subprocess.Popen]:
+    """`count` worker processes named {queue}-{first}, {queue}-{first + 1}, ..."""
     from ..db import ROOT
 
-    env = dict(os.environ, DATABASE_URL=url, REDIS_URL=redis_url, FABRIC_QUEUE_NAME=queue,
-               FABRIC_VALIDATOR="rule", FABRIC_RECONCILE_INTERVAL="600", FABRIC_RECONCILE_GRACE="600",
-               FABRIC_LOG_LEVEL="WARNING")
+    env = {**os.environ, "DATABASE_URL": url, "REDIS_URL": redis_url, "FABRIC_QUEUE_NAME": queue,
+           "FABRIC_VALIDATOR": "rule", "FABRIC_RECONCILE_INTERVAL": "600", "FABRIC_RECONCILE_GRACE": "600",
+           "FABRIC_LOG_LEVEL": "WARNING", **(extra_env or {})}
     if embed_url:
         env.update(FABRIC_EMBEDDER="openai", FABRIC_EMBEDDING_MODEL=PrecomputedEmbeddings.MODEL,
                    FABRIC_EMBEDDING_DIM=str(DIM), OPENAI_BASE_URL=embed_url, OPENAI_API_KEY="bench")
     else:
         env["FABRIC_EMBEDDER"] = "local"
     return [subprocess.Popen([sys.executable, "-m", "workers.run", "--name", f"{queue}-{i}"], env=env,
-                             cwd=str(ROOT), stdin=subprocess.DEVNULL) for i in range(count)]
+                             cwd=str(ROOT), stdin=subprocess.DEVNULL) for i in range(first, first + count)]
 
 
 def _stop(procs: Sequence[subprocess.Popen]) -> None:
@@ -1458,7 +1462,7 @@ def _wait_listening(queue: Any, procs: Sequence[subprocess.Popen], timeout: floa
 
 @contextmanager
 def placement_run(db: BenchDatabase, redis_url: str, items: list[list[dict[str, Any]]], workers: int,
-                  queue_name: str, org_prefix: str, embed_url: str | None
+                  queue_name: str, org_prefix: str, embed_url: str | None, *, extra_env: dict[str, str] | None = None
                   ) -> Iterator[tuple[Any, list[subprocess.Popen], list[str], list[dict[str, Any]]]]:
     """`workers` real worker processes listening on a fresh queue and a Fabric writing to it; yields
     (fabric, worker processes, orgs, batch), the batch holding the orgs' items interleaved the way a
@@ -1466,7 +1470,7 @@ def placement_run(db: BenchDatabase, redis_url: str, items: list[list[dict[str, 
     from ..api import Fabric
 
     orgs = [f"{org_prefix}-{i}" for i in range(len(items))]
-    procs = _spawn_workers(workers, db.url, redis_url, queue_name, embed_url)
+    procs = _spawn_workers(workers, db.url, redis_url, queue_name, embed_url, extra_env=extra_env)
     fab = Fabric.connect(db.url, redis_url, run_worker=False, auto_migrate=False, queue_name=queue_name,
                          pool_min_size=1, pool_max_size=2)
     try:

@@ -33,9 +33,10 @@ Names. Words the query capitalises are the names it asks about (see `named_words
 `named_matches` is how many of their lexemes it contains, and the lexical and hybrid rankings
 order by it first: a fact about the entity the query names is never ranked behind a near-twin
 fact about another entity with a similar name (a shared first name, a shared sentence template),
-however close the twin's embedding. The hybrid score is `named_matches + Σ 1 / (rrf_k + rank)`
-over both legs (reciprocal rank fusion), so its integer part counts the named terms matched and
-the order follows the score. A query in lower case names nothing; fusion alone ranks it."""
+however close the twin's embedding. The hybrid score is `named_matches + attribute_weight x
+attribute + Σ 1 / (rrf_k + rank)` over both legs (reciprocal rank fusion; `attribute`: the memory
+states the attribute the question asks about, fabric/read/intent.py), so its integer part counts
+the named terms matched and the order follows the score. A query in lower case names nothing; fusion alone ranks it."""
 
 from __future__ import annotations
 
@@ -51,12 +52,16 @@ from psycopg.rows import tuple_row
 
 from ..placement.facts import value_key
 from ..sql import q
+from .intent import read_question
 
 MODES = ("hybrid", "vector", "lexical")
 RRF_K = 60          # the usual reciprocal rank fusion constant
 HYBRID_POOL = 50    # rows taken from each leg before fusion (at least k)
 DF_CAP = 100        # a term in this many of the memories that hold, or more, carries no weight
 COMMON_DF_FACTOR = 10   # a term in df_cap x this many of the org's memories is not even scanned
+# A memory stating the attribute the question asks about ranks after the named terms and before the
+# fused score: both legs' reciprocal ranks sum to at most 2 / (RRF_K + 1) < 0.04 (fabric/read/intent.py).
+ATTRIBUTE_WEIGHT = 0.5
 CONTEXT_SLACK = 8   # superseded nodes a context walk may pass through beyond n hops
 CURRENT_OVERFETCH = 2   # current-state scans take this many candidates per row asked, then filter by time
 ITERATIVE_SCAN_SINCE = (0, 8)   # the pgvector release that added hnsw.iterative_scan
@@ -99,7 +104,8 @@ def named_words(text: str) -> str:
 def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, k: int, valid_at: datetime,
                   known_at: datetime, include_superseded: bool = False, live_only: bool = False,
                   pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP, names: bool = True,
-                  subject_prefix: str | None = None, current: bool = False) -> dict[str, Any]:
+                  subject_prefix: str | None = None, current: bool = False,
+                  attribute_weight: float = ATTRIBUTE_WEIGHT) -> dict[str, Any]:
     """The `search` statement's parameters. `pool` (rows per leg) defaults to k in vector mode (the plain
     k-nearest search) and to max(k, HYBRID_POOL) otherwise. `current`: valid_at and known_at are now
     (the caller asked for neither), so the vector leg may search fabric.current_embeddings; live_only
@@ -110,12 +116,16 @@ def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, 
         raise ValueError(f"mode {mode!r} needs the query's embedding")
     if pool is None:
         pool = k if mode == "vector" else max(k, HYBRID_POOL)
+    # The attribute the question asks about (hybrid only; an empty reading changes nothing).
+    question = read_question(text or "") if mode == "hybrid" else read_question("")
     return {"org": org, "q": vector if mode != "lexical" else None, "query": text or "",
             "names": named_words(text or "") if names else "", "valid_at": valid_at, "known_at": known_at,
             "include_superseded": include_superseded, "live_only": live_only, "mode": mode, "k": k,
             "pool": max(pool, k), "scan_limit": CURRENT_OVERFETCH * (k if mode == "vector" else max(pool, k)),
             "rrf_k": rrf_k, "df_cap": df_cap, "common_df": COMMON_DF_FACTOR * df_cap,
-            "subject_prefix": subject_prefix, "current": (current and not include_superseded) or live_only}
+            "subject_prefix": subject_prefix, "current": (current and not include_superseded) or live_only,
+            "attribute_relations": list(question.relations), "attribute_words": question.words,
+            "question_words": list(question.all_words), "attribute_weight": attribute_weight}
 
 
 def statement_for(mode: str, iterative: bool = False, current: bool = False) -> str:

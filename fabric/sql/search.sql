@@ -3,7 +3,8 @@
 -- comes up short), a lexical leg (full text over search_text through the GIN index, idf-weighted),
 -- and their fusion.
 --   mode 'lexical' : rank by (named terms matched, lexical score); score = named * (1 + Σ idf) + lexical
---   mode 'hybrid'  : rank by named terms matched + reciprocal rank fusion of both legs
+--   mode 'hybrid'  : rank by named terms matched, then the attribute the question asks about, then
+--                    reciprocal rank fusion of both legs
 -- Both legs apply the tenant and the time filter (fabric_api.holds) before they rank and cut, so
 -- neither can lose a qualifying memory behind better-scoring ones that do not qualify; the lexical
 -- leg's term statistics, too, are those of the memories that hold.
@@ -12,6 +13,9 @@
 -- live_only (only memories currently believed and live), mode, k, pool (rows per leg), rrf_k, df_cap,
 -- subject_prefix (NULL, or only memories in that namespace or below it: fabric_api.under, migration 0004).
 -- current (a current-state read: the vector leg searches fabric.current_embeddings), common_df.
+-- attribute_relations, attribute_words, question_words, attribute_weight: the attribute the question
+-- asks about, its words, and all its words (fabric/read/intent.py); the weight of a memory that
+-- states it (see `asked`).
 -- The vector leg is the one in search_vector (keep the two in step).
 WITH
 -- ---------------------------------------------------------------- lexical leg
@@ -134,16 +138,55 @@ vec_leg AS (
     JOIN fabric.memories m ON m.org = %(org)s AND m.id = s.id
 ),
 -- ---------------------------------------------------------------- fusion
-scored AS (   -- named terms matched (counted by whichever leg found the memory) first, then RRF
+fused AS (
+    SELECT coalesce(v.id, l.id) AS id, v.vec_rank, l.lex_score, l.lex_rank, coalesce(v.names, l.names) AS names
+    FROM vec_leg v FULL JOIN lex_leg l ON l.id = v.id
+),
+keyed AS MATERIALIZED (   -- hybrid: the fused memories' keys, from the version that holds (as the output's)
+    SELECT f.id, m.subject, m.relation, v.state
+    FROM fused f
+    JOIN fabric.memories m ON m.org = %(org)s AND m.id = f.id
+    JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+    WHERE %(mode)s = 'hybrid' AND m.relation IS NOT NULL
+      AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                           %(valid_at)s, %(known_at)s, %(include_superseded)s)
+),
+relations_asked AS MATERIALIZED (   -- each relation name found, once: is it the attribute the question asks about
+                       -- (fabric/read/intent.py)? One of the lexicon attributes the question names, or a
+                       -- name whose every word is among the question's (favourite_restaurant ~ "favourite
+                       -- restaurant"; words compared stemmed, a stem may be a prefix of the other)
+    SELECT r.relation
+    FROM (SELECT DISTINCT relation FROM keyed) r
+    CROSS JOIN (SELECT tsvector_to_array(to_tsvector('english', %(attribute_words)s)) AS words) q
+    WHERE r.relation = ANY(%(attribute_relations)s::text[])
+       OR (SELECT bool_and(EXISTS (SELECT 1 FROM unnest(q.words) w
+                                   WHERE (length(rw) >= 3 AND starts_with(w, rw)) OR (length(w) >= 4 AND starts_with(rw, w))))
+           FROM unnest(tsvector_to_array(to_tsvector('english', replace(r.relation, '_', ' ')))) rw)
+),
+matched AS MATERIALIZED (   -- subject_words: how many words of the subject the question has (question_words)
+    SELECT id, (NOT %(include_superseded)s OR state = 'live')
+               AND relation IN (SELECT relation FROM relations_asked) AS relation_asked,
+           (SELECT count(*) FROM unnest(string_to_array(lower(subject), ' ')) w
+            WHERE w = ANY(%(question_words)s::text[])) AS subject_words
+    FROM keyed
+),
+asked AS (   -- the memory states the attribute asked about, of the subject the question names best (most
+             -- words in common: "Corin Lindqvist", not the twin "Corin Lindquist"); when it names no
+             -- subject found here, of any subject
+    SELECT id, (relation_asked AND subject_words = max(subject_words) OVER ())::int AS attribute
+    FROM matched
+),
+scored AS (   -- named terms matched (counted by whichever leg found the memory) first, then the attribute
+              -- asked about (a tier: attribute_weight exceeds any fused score), then RRF
     SELECT f.id, f.vec_rank, f.lex_rank, f.names,
+           CASE %(mode)s WHEN 'hybrid' THEN coalesce(a.attribute, 0) END AS attribute,
            CASE %(mode)s
                WHEN 'lexical' THEN f.lex_score
-               ELSE f.names + coalesce(1.0::float8 / (%(rrf_k)s + f.vec_rank), 0)
+               ELSE f.names + %(attribute_weight)s * coalesce(a.attribute, 0)
+                            + coalesce(1.0::float8 / (%(rrf_k)s + f.vec_rank), 0)
                             + coalesce(1.0::float8 / (%(rrf_k)s + f.lex_rank), 0)
            END AS score
-    FROM (SELECT coalesce(v.id, l.id) AS id, v.vec_rank, l.lex_score, l.lex_rank,
-                 coalesce(v.names, l.names) AS names
-          FROM vec_leg v FULL JOIN lex_leg l ON l.id = v.id) f
+    FROM fused f LEFT JOIN asked a ON a.id = f.id
 ),
 top AS (
     SELECT * FROM scored ORDER BY score DESC, vec_rank, id LIMIT %(k)s
@@ -151,7 +194,8 @@ top AS (
 SELECT m.id, m.org, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.relation, m.value,
        v.valid_from, v.valid_to, v.recorded_at, v.expired_at, v.superseded_by, m.placement,
        m.source, m.kind, m.durability, m.metadata, v.version, v.state, v.decision_id,
-       t.score, t.vec_rank AS vector_rank, t.lex_rank AS lexical_rank, t.names AS named_matches
+       t.score, t.vec_rank AS vector_rank, t.lex_rank AS lexical_rank, t.names AS named_matches,
+       t.attribute AS attribute_match
 FROM top t
 JOIN fabric.memories m ON m.org = %(org)s AND m.id = t.id
 JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id

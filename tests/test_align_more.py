@@ -153,8 +153,8 @@ def test_a_former_role_in_a_trailing_clause_leaves_the_fact_current():
 def test_when_a_change_takes_effect_is_no_part_of_the_attribute():
     from fabric.placement.align import compare_aligned, relation_similarity
 
-    got = compare_aligned("The Lindenhof pool closes at 9 pm.", "Starting next month the Lindenhof pool will close at 10 pm.",
-                          relation_similarity)
+    got = compare_aligned("The Lindenhof pool closes at 9 pm.",
+                          "Starting next month the Lindenhof pool will close at 10 pm.", relation_similarity)
     assert (got.verdict, got.old_value, got.new_value) == ("contradiction_fork", "21:00", "22:00")
 
 
@@ -172,11 +172,11 @@ def test_money_in_other_currencies_is_money():
     from fabric.placement.facts import number_key
 
     assert number_key("120 kronor") == number_key("120") == "120"
-    got = compare_aligned("A sauna session at Kallbad Vest costs 120 SEK.", "A sauna session at Kallbad Vest is 150 kronor.",
-                          relation_similarity)
+    got = compare_aligned("A sauna session at Kallbad Vest costs 120 SEK.",
+                          "A sauna session at Kallbad Vest is 150 kronor.", relation_similarity)
     assert got.verdict == "contradiction_fork"
-    other = compare_aligned("A sauna session at Kallbad Vest costs 120 SEK.", "A sauna session at Kallbad Vest lasts 120 minutes.",
-                            relation_similarity)
+    other = compare_aligned("A sauna session at Kallbad Vest costs 120 SEK.",
+                            "A sauna session at Kallbad Vest lasts 120 minutes.", relation_similarity)
     assert other.verdict not in ("contradiction_fork", "duplicate")
 
 

@@ -103,7 +103,8 @@ _THERE = re.compile(r"\b((?:at|in)\s+(?:[A-Z][\w&'.-]*)(?:\s+[A-Z][\w&'.-]*)*)\s
 # Chat memories name their subject "the user", "User", "I" or "my": one subject, written "User".
 _USER = ((re.compile(r"\b(?:the\s+)?user(?=\b(?!-))", re.IGNORECASE), "User"),
          (re.compile(r"\b[Mm]y\b"), "User's"), (re.compile(r"\bI'm\b"), "User is"),
-         (re.compile(r"\bI've\b"), "User has"), (re.compile(r"(?:^|(?<=[.!?,;:]\s)|(?<=\band\s)|(?<=\bbut\s)|(?<=\bso\s))I(?= [a-z])"), "User"))
+         (re.compile(r"\bI've\b"), "User has"),
+         (re.compile(r"(?:^|(?<=[.!?,;:]\s)|(?<=\band\s)|(?<=\bbut\s)|(?<=\bso\s))I(?= [a-z])"), "User"))
 # "X said (that) they moved ...", "X told me his ...": the speaker's own fact, told as X's ("X moved ...").
 _REPORTED = re.compile(r"\b([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)\s+(?:said|says|mentioned|mentions|told\s+(?:me|us)"
                        r"|tells\s+(?:me|us)|noted|notes|explained|shared|confirmed|confirms|reported|wrote)"
@@ -194,7 +195,8 @@ _RELATIVE = re.compile(rf"(?:'s?|\b(?:his|her|their|its|our|your))\s+(?:[a-z-]+\
 _WHEN = re.compile(r"\b(?:from|starting|beginning|as of|effective)\s+(?:next|this|the coming|tomorrow|today|now)"
                    r"(?:\s+(?:week|month|year|quarter|season))?\b")
 # A subject holds several values of these at once: a new name is another fact, not a correction.
-_MANY = re.compile(r"\b(?:visited|visits|(?:has|have) been to|speaks|speak|plays|play|collects|owns|includes?|available on|member of"
+_MANY = re.compile(r"\b(?:visited|visits|(?:has|have) been to"
+                   r"|speaks|speak|plays|play|collects|owns|includes?|available on|member of"
                    r"|ha(?:s|ve) an? (?![\w-]+ (?:named|called)\b)"  # but "has a dog named Ziggy": its name
                    r"|supports|offers|serves|sells|stocks|attends?|friends with)\b")
 _ALSO = re.compile(r"\b(?:also|another|too|as well|additional)\b")  # said outright: one more value

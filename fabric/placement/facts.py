@@ -106,8 +106,9 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("team", r"\bplays for\b|\bsigned (?:with|for)\b"),
     _rel("work_location", r"\bworks? (?:from|out of|in)\b|\bdesk\b|\bsits in\b|\bbased at\b|\bworkplace\b"),
     _rel("email", r"\be-?mail(?: address)?\b|\bwrite to\b", numeric=None),
-    _rel("deadline", r"\bdeadline\b|\bdue\b|\b(?:ship|deliver|finish|complete|be done|submit|hand in|wrap up)(?:ped|ed|d)?"
-                 r" by\b", numeric=None, dated=True),
+    _rel("deadline", r"\bdeadline\b|\bdue\b"
+                 r"|\b(?:ship|deliver|finish|complete|be done|submit|hand in|wrap up)(?:ped|ed|d)? by\b",
+         numeric=None, dated=True),
     _rel("launch_date", r"\blaunch(?:es|ed|ing)?\b|\brelease date\b|\bgo(?:es)? live\b|\bships on\b", numeric=None,
          dated=True),
     _rel("rent", r"\brent\b|\brents for\b", numeric=True),
@@ -150,7 +151,8 @@ _TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?(?!\d{4}-\d\d-\d\d\b)(?=(?
                     r"|[$€£]?\d(?:[\d,.:]*\d)?(?:\s?(?:%|am|pm))?|[^\W\d_][\w'’-]*|\S")
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9}
 # Money after the number ("45 kroner", "20 dollars"): one word list for reading names, numbers and units.
-CURRENCY = r"dollars?|euros?|pounds?|usd|eur|gbp|kr|kroner|krone|kronor|krona|sek|nok|dkk|yen|jpy|chf|francs?|rupees?|inr"
+CURRENCY = (r"dollars?|euros?|pounds?|usd|eur|gbp|kr|kroner|krone|kronor|krona|sek|nok|dkk|yen|jpy|chf|francs?"
+            r"|rupees?|inr")
 _CURRENCY_WORDS = frozenset(w for part in CURRENCY.split("|")
                             for w in ((part[:-2], part[:-1]) if part.endswith("s?") else (part,)))
 # Capitalised at the start of a sentence, or part of a title: grammar, not a name.
@@ -421,7 +423,8 @@ _RELATIONAL_NOUN = re.compile(
     rf"|§'s\s+(?P<poss>{_NOUN[1:-1]})\s+(?:is|was|remains|has been|are)\b"
     rf"|§\s+(?:has|have)\s+§\s+as\s+(?:its|his|her|their)\s+(?P<as>{_NOUN[1:-1]})\b"
     # "X has a new principal, Y", "X got a new coach: Y"
-    rf"|§\s+(?:has|have|got|gets)\s+(?:a|an|its|his|her|their)\s+(?P<appos>{_NOUN[1:-1]})\s*[,:–—-]\s*(?:(?:mr|mrs|ms|mx|dr|prof)\s+)?§")
+    rf"|§\s+(?:has|have|got|gets)\s+(?:a|an|its|his|her|their)\s+(?P<appos>{_NOUN[1:-1]})\s*[,:–—-]\s*"
+    rf"(?:(?:mr|mrs|ms|mx|dr|prof)\s+)?§")
 _ADJECTIVES = frozenset("""new current former latest present acting interim all-time longtime long-time own first
     official main sole only""".split())
 _MULTI_NOUNS = frozenset("""friend colleague neighbour neighbor client customer member child son daughter sibling
@@ -596,8 +599,8 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
     return Fact(subject=f"{subject.text}'s {whose}" if whose else subject.text, relation=_name(rels, subject_key),
                 relations=frozenset(r.name for r in rels), value=value.text, subject_key=subject_key,
                 value_key=value_key(value.text), negated=_NEGATION.search(masked) is not None,
-                past=_PAST.search(masked, 0, limit) is not None, tail=value is tail, loose=loose, others=others, detail=detail,
-                period=frozenset(_PERIOD.findall(text)),
+                past=_PAST.search(masked, 0, limit) is not None, tail=value is tail, loose=loose, others=others,
+                detail=detail, period=frozenset(_PERIOD.findall(text)),
                 lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"))
 
 

@@ -36,12 +36,12 @@ from .errors import (
     DatabaseError, DimensionMismatch, NotFound, PgvectorMissing, PlacementTimeout, PolicyRefused, QueueError,
     TenantAccessDenied, ValidationError,
 )
-from .policy import REFUSED_KEY, apply_policy
+from .write.policy import REFUSED_KEY, apply_policy
 from .sql import q
 from .types import DecisionRecord, Memory, Placement, WriteReceipt, WriteRequest, as_uuid, check_org, write_fields
 
 if TYPE_CHECKING:
-    from .replay import ReplayReport
+    from .admin.replay import ReplayReport
 
 log = logging.getLogger(__name__)
 
@@ -233,7 +233,7 @@ class AsyncFabric:
         return await self._gate(calls.build_request(fields, self.settings.max_content_chars))
 
     async def _gate(self, req: WriteRequest) -> WriteRequest:
-        """The write policy's gate (fabric.policy), counting a refusal in Redis as `Fabric` does."""
+        """The write policy's gate (fabric.write.policy), counting a refusal in Redis as `Fabric` does."""
         try:
             return apply_policy(req, self.settings)
         except PolicyRefused:
@@ -310,7 +310,7 @@ class AsyncFabric:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _worker_report(self) -> str:
-        return await asyncio.to_thread(Fabric._worker_report, self)  # reads only self.queue
+        return await asyncio.to_thread(Fabric.worker_status, self)  # reads only self.queue
 
     # ------------------------------------------------------------------ reads
 

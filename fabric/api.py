@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     import redis
     from rq import Queue
 
+    from .admin.replay import ReplayReport
     from .embed import Embedder
-    from .replay import ReplayReport
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +156,7 @@ class Fabric:
               valid_to: datetime | None = None, source: str | None = None, kind: str | None = None,
               durability: str | None = None, metadata: Mapping[str, Any] | None = None) -> WriteReceipt:
         """Accept a write durably and queue its placement. Returns at once."""
-        req = self._request(dict(content=content, org=org, subject=subject, relation=relation, value=value,
+        req = self.validate_write(dict(content=content, org=org, subject=subject, relation=relation, value=value,
                                  valid_from=valid_from, valid_to=valid_to, source=source, kind=kind,
                                  durability=durability, metadata=metadata))
         return self._accept([req])[0]
@@ -168,18 +168,18 @@ class Fabric:
         reqs = []
         for i, item in enumerate(calls.check_items(items)):
             try:
-                reqs.append(self._request(write_fields(item)))
+                reqs.append(self.validate_write(write_fields(item)))
             except ValidationError as exc:
                 raise calls.batch_item_error(i, exc) from exc
         return self._accept(reqs) if reqs else []
 
-    def _gate(self, req: WriteRequest) -> WriteRequest:
-        from .policy import check_write
+    def validate_write(self, fields: Mapping[str, Any]) -> WriteRequest:
+        """A write's fields, checked and passed through the write policy, as `write` would store them;
+        nothing is written (a refusal is counted, as on `write`). Raises ValidationError / PolicyRefused."""
+        from .write.policy import check_write
 
+        req = calls.build_request(dict(fields), self.settings.max_content_chars)
         return check_write(req, self.settings, self.redis)
-
-    def _request(self, fields: dict[str, Any]) -> WriteRequest:
-        return self._gate(calls.build_request(fields, self.settings.max_content_chars))
 
     def _accept(self, reqs: Sequence[WriteRequest]) -> list[WriteReceipt]:
         from . import metrics  # prometheus_client, redis and rq: loaded by the first write, not by reads
@@ -227,7 +227,7 @@ class Fabric:
             if placement is not None:
                 return placement
             if time.monotonic() >= deadline:
-                raise PlacementTimeout(f"write {wid} still pending after {timeout}s; {self._worker_report()}")
+                raise PlacementTimeout(f"write {wid} still pending after {timeout}s; {self.worker_status()}")
             time.sleep(delay)
 
     @db.guarded(retry=True)
@@ -243,10 +243,11 @@ class Fabric:
                 return 0
             if time.monotonic() >= deadline:
                 raise PlacementTimeout(f"{n} write(s) of {org or 'all orgs'} still pending after {timeout}s; "
-                                       f"{self._worker_report()}")
+                                       f"{self.worker_status()}")
             time.sleep(delay)
 
-    def _worker_report(self) -> str:
+    def worker_status(self) -> str:
+        """Who could place a pending write: the workers listening on this queue, or why none can."""
         import redis
 
         from . import queue as fq
@@ -388,7 +389,7 @@ class Fabric:
             check_org(org)
         check_text("reason", reason)
         with self._conn(org) as conn:
-            return revert(conn, self, did, org=org, reason=reason)
+            return revert(conn, self.embedder, did, org=org, reason=reason)
 
     @db.guarded(retry=True)
     def decisions(self, *, org: str = "default", since: datetime | None = None, kind: str | None = None,
@@ -399,7 +400,7 @@ class Fabric:
             rows = conn.execute(q("list_decisions"), params).fetchall()
         return [DecisionRecord.from_row(r) for r in rows]
 
-    # ------------------------------------------------------------------ admin (fabric/replay.py, fabric/policy.py)
+    # ------------------------------------------------------------------ admin (fabric/admin/)
 
     @db.guarded(retry=False)
     def replay(self, org: str, root_id: uuid.UUID | str, *, validator: str = "rule",
@@ -407,16 +408,18 @@ class Fabric:
         """Re-run placement over the subtree under `root_id` with `validator` ('rule' | 'llm'), in the
         writes' original order. Dry run by default (nothing written); `apply=True` commits the new
         placements as new versions in one transaction (`known_at` before it still sees the old ones)."""
-        from .replay import replay
+        from .admin.replay import replay
 
-        return replay(self, org, root_id, validator=validator, apply=apply)
+        check_org(org)
+        with self._conn(org) as conn:
+            return replay(conn, self.settings, self.embedder, org, root_id, validator=validator, apply=apply)
 
     @db.guarded(retry=False)
     def invalidate_source(self, source: str, *, org: str = "default", at: datetime | None = None) -> int:
         """The system `source` changed: end the valid time at `at` (default now) of every live memory it
         owns, as new versions, logged as one 'invalidate_source' decision. Returns how many ended."""
-        from .policy import invalidate_source
-        from .replay import require_org
+        from .admin.orgs import require_org
+        from .admin.sources import invalidate_source
 
         with self._conn(org) as conn:
             require_org(conn, org)
@@ -424,11 +427,35 @@ class Fabric:
         return len(ids)
 
     @db.guarded(retry=True)
+    def require_org(self, org: str) -> None:
+        """Raise `UnknownOrg` (a NotFound) when nothing was ever written to `org`: an admin command's
+        typo must not read as "nothing there"."""
+        from .admin.orgs import require_org
+
+        with self._conn(org) as conn:
+            require_org(conn, org)
+
+    @db.guarded(retry=True)
+    def writes_summary(self, receipts: Sequence[WriteReceipt]) -> dict[str, dict[str, int]]:
+        """Of these writes: how many are in each status, and how many placed by each decision kind."""
+        status: dict[str, int] = {}
+        decisions: dict[str, int] = {}
+        if receipts:
+            with self._conn() as conn:
+                rows = conn.execute(q("writes_summary"), {"orgs": [r.org for r in receipts],
+                                                         "ids": [r.id for r in receipts]}).fetchall()
+            for r in rows:
+                status[r["status"]] = status.get(r["status"], 0) + r["n"]
+                if r["kind"]:
+                    decisions[r["kind"]] = decisions.get(r["kind"], 0) + r["n"]
+        return {"status": status, "decisions": decisions}
+
+    @db.guarded(retry=True)
     def stats(self, org: str | None = None) -> dict[str, Any]:
         """Per org: memories live/superseded/retracted, writes by status, decisions by action:kind,
         policy refusals by kind."""
-        from .policy import stats
-        from .replay import UnknownOrg
+        from .admin.orgs import UnknownOrg
+        from .admin.stats import stats
 
         if org is not None:
             check_org(org)

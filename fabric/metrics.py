@@ -119,7 +119,7 @@ class StoreCollector(Collector):
             yield from self._refusals()
 
     def _refusals(self) -> Iterator[Any]:
-        from .policy import refusal_counts
+        from .write.policy import refusal_counts
 
         labels = ["org", "kind"] if self.org_label else ["kind"]
         family = CounterMetricFamily("fabric_policy_refusals", "Writes refused by the write policy, by kind "

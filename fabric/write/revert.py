@@ -7,20 +7,20 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
-from psycopg.types.json import Jsonb
-
 from ..errors import FabricError, NotFound
 from ..placement.validator import Decision, IncomingWrite
 from ..sql import q
+from . import ledger
 from .apply import apply_decision
-from .retract import log_event, retract_memory
+from .retract import retract_memory
 
 if TYPE_CHECKING:
-    from ..api import Fabric
+    from ..embed import Embedder
 
 
-def revert(conn: psycopg.Connection, fab: "Fabric", decision_id: uuid.UUID, *, org: str | None,
+def revert(conn: psycopg.Connection, embedder: Embedder, decision_id: uuid.UUID, *, org: str | None,
            reason: str) -> uuid.UUID:
+    """Undo a placement as a new logged event. `embedder` embeds a reverted duplicate's text (it has no node)."""
     with conn.transaction():
         if org is None:
             d = conn.execute(q("find_decision"), {"id": decision_id}).fetchone()
@@ -33,15 +33,14 @@ def revert(conn: psycopg.Connection, fab: "Fabric", decision_id: uuid.UUID, *, o
             raise FabricError(f"decision {decision_id} is a {d['action']}; only placements can be reverted")
         if d["reverted_by"] is not None:
             raise FabricError(f"decision {decision_id} was already reverted by {d['reverted_by']}")
-        conn.execute(q("lock_org"), {"org": org})
-        now = conn.execute(q("clock")).fetchone()["now"]
+        now = ledger.lock_org(conn, org)
         event_id = uuid.uuid4()
-        log_event(conn, org, event_id, action="revert", now=now, reason=reason, memory_id=d["memory_id"],
-                  write_id=d["write_id"], reverts=decision_id)
+        ledger.log_decision(conn, org, event_id, action="revert", now=now, reason=reason,
+                            memory_id=d["memory_id"], write_id=d["write_id"], reverts=decision_id)
         if d["kind"] == "duplicate":
             w = conn.execute(q("load_write"), {"org": org, "id": d["write_id"]}).fetchone()
             write = IncomingWrite(**{k: w[k] for k in w if k != "status"})
-            vec = fab.embedder.embed([write.content])[0]
+            vec = embedder.embed([write.content])[0]
             placed = apply_decision(
                 conn, write, vec,
                 Decision("new_branch", None, f"revert of duplicate decision {decision_id}", 1.0, "admin"),
@@ -50,7 +49,6 @@ def revert(conn: psycopg.Connection, fab: "Fabric", decision_id: uuid.UUID, *, o
         else:
             revived = retract_memory(conn, org, d["memory_id"], now, event_id)
             details = {"retracted": str(d["memory_id"]), "revived": [str(r) for r in revived]}
-        conn.execute(q("set_decision_details"), {"details": Jsonb(details), "org": org,
-                                                 "id": event_id})
+        ledger.set_details(conn, org, event_id, details)
         conn.execute(q("mark_reverted"), {"org": org, "id": decision_id, "by": event_id})
     return event_id

@@ -29,14 +29,26 @@ def org() -> str:
     return f"t-{uuid.uuid4().hex[:12]}"
 
 
-# Every service fixture reaches PostgreSQL or Redis through one of these (fixtures' closures are transitive).
-SERVICE_FIXTURES = frozenset({"data_dir", "database_url", "redis_url"})
+# Every service fixture reaches PostgreSQL, Redis or a loopback HTTP server through one of these
+# (a test's fixture closure is transitive, so `fab`, `pg`, `afab`, ... count).
+SERVICE_FIXTURES = frozenset({"data_dir", "database_url", "redis_url", "openai_stub"})
+# Tests that start a server of their own, or run a benchmark over a labelled set, without a fixture
+# that says so, in files edited elsewhere this session: an `integration` marker in the file should
+# replace the entry.
+NOT_UNIT = frozenset({
+    "tests/test_readpath.py::test_a_postgres_16_folder_keeps_working",
+    "tests/test_llm_validator.py::test_bench_command_runs",
+    "tests/test_llm_validator.py::test_rule_validator_accuracy_is_measured",
+    "tests/test_llm_validator.py::test_the_rephrased_set_is_scored_per_split_with_wrong_invalidations",
+})
+
+
+def _needs_services(item: pytest.Item) -> bool:
+    return bool(SERVICE_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+                or item.get_closest_marker("integration") or item.get_closest_marker("llm")
+                or item.nodeid in NOT_UNIT)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        uses_services = SERVICE_FIXTURES.intersection(getattr(item, "fixturenames", ()))
-        if not uses_services and item.get_closest_marker("integration") is None:
-            item.add_marker(pytest.mark.unit)
-        elif item.get_closest_marker("integration") is None:
-            item.add_marker(pytest.mark.integration)
+        item.add_marker(pytest.mark.integration if _needs_services(item) else pytest.mark.unit)

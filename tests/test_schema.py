@@ -56,6 +56,7 @@ def test_second_process_shares_the_embedded_servers(data_dir):
         assert conn.execute("SELECT count(*) FROM pg_stat_activity").fetchone()[0] >= 1
 
 
+@pytest.mark.integration  # a plain PostgreSQL of the machine's, when there is one
 def test_database_without_pgvector_is_a_clear_error():
     url = os.environ.get("FABRIC_TEST_PLAIN_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
     try:

@@ -243,6 +243,7 @@ def embedded_upgrade() -> None:
     Example: fabric embedded upgrade
     """
     from .. import embedded
+    from ..config import Settings
 
     s = Settings.from_env()
     with handle_errors():

@@ -30,6 +30,7 @@ from .types import (
 from .write import retract as retract_mod
 
 if TYPE_CHECKING:
+    from .db import Conn
     import redis
     from rq import Queue
 
@@ -124,7 +125,7 @@ class Fabric:
         return self._embedder
 
     @contextmanager
-    def _conn(self, org: str | None = None) -> Iterator[psycopg.Connection]:
+    def _conn(self, org: str | None = None) -> Iterator[Conn]:
         """A pooled connection in a transaction, with the tenant set for row-level security
         (`fabric.org`, local to the transaction: migration 0002). A database role that may not act
         for `org` sees none of its rows, and a write it attempts raises `TenantAccessDenied`."""
@@ -229,6 +230,7 @@ class Fabric:
             if time.monotonic() >= deadline:
                 raise PlacementTimeout(f"write {wid} still pending after {timeout}s; {self.worker_status()}")
             time.sleep(delay)
+        raise AssertionError("backoff() never ends")
 
     @db.guarded(retry=True)
     def drain(self, org: str | None = "default", timeout: float = 60.0) -> int:
@@ -238,13 +240,14 @@ class Fabric:
         deadline = time.monotonic() + timeout
         for delay in calls.backoff(0.01, 0.25):
             with self._conn(org) as conn:
-                n = conn.execute(q("pending_count"), {"org": org}).fetchone()["n"]
+                n = db.one(conn.execute(q("pending_count"), {"org": org}))["n"]
             if n == 0:
                 return 0
             if time.monotonic() >= deadline:
                 raise PlacementTimeout(f"{n} write(s) of {org or 'all orgs'} still pending after {timeout}s; "
                                        f"{self.worker_status()}")
             time.sleep(delay)
+        raise AssertionError("backoff() never ends")
 
     def worker_status(self) -> str:
         """Who could place a pending write: the workers listening on this queue, or why none can."""
@@ -362,7 +365,7 @@ class Fabric:
         return Memory.from_row(row)
 
     @staticmethod
-    def _require_memory(conn: psycopg.Connection, org: str, mid: uuid.UUID) -> None:
+    def _require_memory(conn: Conn, org: str, mid: uuid.UUID) -> None:
         if conn.execute(q("memory_exists"), {"org": org, "id": mid}).fetchone() is None:
             raise NotFound("memory", mid, org)
 
@@ -500,6 +503,6 @@ def terminate_worker(proc: subprocess.Popen | None) -> None:
         proc.wait(5)
 
 
-def _set_org(conn: psycopg.Connection | psycopg.Cursor, org: str) -> None:
+def _set_org(conn: Conn | psycopg.Cursor, org: str) -> None:
     """Act for `org` until the transaction ends (row-level security keys on it)."""
     conn.execute(calls.SET_ORG_SQL, (org,))

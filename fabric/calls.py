@@ -50,7 +50,8 @@ def plan_accept(reqs: Sequence[WriteRequest], batch: int
 
     Returns (rows: (write id, request, job id), jobs: (job id, org, [write ids]), orgs sorted)."""
     from . import queue as fq  # redis and rq: imported by writes only
-    rows, jobs = [], []
+    rows: list[tuple[uuid.UUID, WriteRequest, str]] = []
+    jobs: list[tuple[str, str, list[str]]] = []
     for start in range(0, len(reqs), batch):
         chunk = reqs[start:start + batch]
         by_org: dict[str, list[str]] = {}
@@ -143,7 +144,7 @@ def current_value_params(subject: object, relation: object, *, org: object, vali
     check_text("subject", subject)
     check_text("relation", relation)
     valid_at, known_at = times(valid_at, known_at)
-    return {"org": org, "subject": subject.strip(), "relation": relation.strip().lower(),
+    return {"org": org, "subject": str(subject).strip(), "relation": str(relation).strip().lower(),
             "valid_at": valid_at, "known_at": known_at}
 
 

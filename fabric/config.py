@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import AliasChoices, Field
@@ -82,5 +82,5 @@ class Settings(BaseSettings):
     @classmethod
     def from_env(cls, **overrides: object) -> "Settings":
         """Read the environment, then apply explicit overrides (None overrides are ignored)."""
-        values = {k: v for k, v in overrides.items() if v is not None}
+        values: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
         return cls(**values)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-import psycopg
+from typing import TYPE_CHECKING
+
 
 from ..errors import NotFound
 from ..sql import q
 from ..types import check_org
+
+if TYPE_CHECKING:
+    from ..db import Conn
 
 
 class UnknownOrg(NotFound):
@@ -17,7 +21,7 @@ class UnknownOrg(NotFound):
         LookupError.__init__(self, f"no org {org!r}: nothing was ever written to it")
 
 
-def require_org(conn: psycopg.Connection, org: str) -> None:
+def require_org(conn: Conn, org: str) -> None:
     check_org(org)
     if conn.execute(q("org_exists"), {"org": org}).fetchone() is None:
         raise UnknownOrg(org)

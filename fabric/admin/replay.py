@@ -51,6 +51,7 @@ from ..write.apply import (
 from .orgs import require_org
 
 if TYPE_CHECKING:
+    from ..db import Conn
     from ..embed import Embedder
 
 log = logging.getLogger(__name__)
@@ -132,7 +133,7 @@ def make_replay_validator(settings: Settings, name: str) -> Validator:
         raise ConfigurationError(f"the {name} validator is not available: {exc}") from exc
 
 
-def replay(conn: psycopg.Connection, settings: Settings, embedder: Embedder, org: str, root_id: uuid.UUID | str,
+def replay(conn: Conn, settings: Settings, embedder: Embedder, org: str, root_id: uuid.UUID | str,
            *, validator: str = "rule", apply: bool = False) -> ReplayReport:
     """Replay the subtree under `root_id` on `conn` (acting for `org`); see the module's docstring."""
     check_org(org)
@@ -155,7 +156,7 @@ def replay(conn: psycopg.Connection, settings: Settings, embedder: Embedder, org
     return report
 
 
-def _run(conn: psycopg.Connection, s: Settings, embedder: Embedder, org: str, rid: uuid.UUID, v: Validator,
+def _run(conn: Conn, s: Settings, embedder: Embedder, org: str, rid: uuid.UUID, v: Validator,
          vname: str) -> ReplayReport:
     now = ledger.lock_org(conn, org)
     family = [r["id"] for r in conn.execute(q("replay_family"), {"org": org, "root": rid}).fetchall()]
@@ -229,7 +230,7 @@ _NEAR_EXACT = ("WITH qualifying AS MATERIALIZED (\n" + _NEAR + "\n)\n"
                "SELECT * FROM qualifying ORDER BY distance LIMIT %(k)s")
 
 
-def _candidates(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray, placed_at: datetime, *,
+def _candidates(conn: Conn, write: IncomingWrite, vec: np.ndarray, placed_at: datetime, *,
                 k: int) -> tuple[list[Candidate], list[dict[str, Any]]]:
     """`gather_candidates` as of the write's first placement: the k nearest live memories plus every
     memory believed under the write's key, leaving out memories of other branches that entered the
@@ -248,7 +249,7 @@ def _candidates(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray,
     return with_key_members(cands, key_rows)
 
 
-def _keep_ended(conn: psycopg.Connection, org: str, r: dict[str, Any], change: ReplayChange | None,
+def _keep_ended(conn: Conn, org: str, r: dict[str, Any], change: ReplayChange | None,
                 now: datetime) -> None:
     """A valid time ended by an admin action (a source invalidation: live, no successor, ending before the
     write said) is not a placement: it carries over to the write's re-placed memory."""
@@ -269,14 +270,14 @@ def _keep_ended(conn: psycopg.Connection, org: str, r: dict[str, Any], change: R
                       decision_id=r["cur_decision_id"], now=now)
 
 
-def _revive(conn: psycopg.Connection, org: str, sup: dict[str, Any], now: datetime, decision_id: uuid.UUID) -> None:
+def _revive(conn: Conn, org: str, sup: dict[str, Any], now: datetime, decision_id: uuid.UUID) -> None:
     """Believe a memory again as it was before the (taken back) node superseded it."""
     prev = ledger.belief_before(conn, org, sup["memory_id"], sup["version"], sup["superseded_by"])
     ledger.revise(conn, org, sup["memory_id"], valid_to=prev["valid_to"], state=prev["state"],
                   superseded_by=prev["superseded_by"], decision_id=decision_id, now=now)
 
 
-def _target_writer(conn: psycopg.Connection, org: str, mid: uuid.UUID | None,
+def _target_writer(conn: Conn, org: str, mid: uuid.UUID | None,
                    writer: dict[uuid.UUID, uuid.UUID | None]) -> uuid.UUID | None:
     if mid is None:
         return None
@@ -286,7 +287,7 @@ def _target_writer(conn: psycopg.Connection, org: str, mid: uuid.UUID | None,
     return writer[mid] or mid
 
 
-def _replace(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray, decision: Decision,
+def _replace(conn: Conn, write: IncomingWrite, vec: np.ndarray, decision: Decision,
              cands: Sequence[Candidate], key_rows: Sequence[dict[str, Any]], now: datetime, r: dict[str, Any],
              replay_id: uuid.UUID, writer: dict[uuid.UUID, uuid.UUID | None]) -> ReplayChange | None:
     """Place one write again. Returns None when its placement is unchanged (its node is kept)."""
@@ -335,7 +336,7 @@ def _change(write: IncomingWrite, change: str, r: dict[str, Any], d: Decision, o
                         new_memory=new_memory, reason=d.reason, validator=d.validator, decision_id=decision_id)
 
 
-def _shape(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray, d: Decision,
+def _shape(conn: Conn, write: IncomingWrite, vec: np.ndarray, d: Decision,
            cands: Sequence[Candidate], key_rows: Sequence[dict[str, Any]], node_id: uuid.UUID) -> dict | None:
     """Where `apply_decision` would put this write if its node were `node_id` (the same rules: plan_node)."""
     plan = plan_node(conn, write, vec, d, cands, key_rows, node_id)
@@ -346,7 +347,7 @@ def _shape(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray, d: D
             "revisions": plan.revisions, "details": plan.details}
 
 
-def _reinstate(conn: psycopg.Connection, org: str, memory_id: uuid.UUID, write: IncomingWrite, shape: dict,
+def _reinstate(conn: Conn, org: str, memory_id: uuid.UUID, write: IncomingWrite, shape: dict,
                decision_id: uuid.UUID, now: datetime) -> None:
     conn.execute(q("reinstate_version"), {
         "org": org, "memory_id": memory_id, "valid_from": write.valid_from, "valid_to": shape["valid_to"],
@@ -354,7 +355,7 @@ def _reinstate(conn: psycopg.Connection, org: str, memory_id: uuid.UUID, write: 
     write_revisions(conn, org, shape["revisions"], decision_id, now)
 
 
-def _compact(conn: psycopg.Connection, org: str, now: datetime) -> None:
+def _compact(conn: Conn, org: str, now: datetime) -> None:
     same = conn.execute(q("replay_unchanged_versions"), {"org": org, "now": now}).fetchall()
     if same:
         ids = [r["memory_id"] for r in same]
@@ -365,7 +366,7 @@ def _compact(conn: psycopg.Connection, org: str, now: datetime) -> None:
     conn.execute(q("replay_renumber"), {"org": org, "now": now})
 
 
-def _diff(conn: psycopg.Connection, org: str, now: datetime, report: ReplayReport) -> None:
+def _diff(conn: Conn, org: str, now: datetime, report: ReplayReport) -> None:
     before: dict[Any, dict[str, Any]] = {}
     after: dict[Any, dict[str, Any]] = {}
     for row in conn.execute(q("replay_states"), {"org": org, "now": now}).fetchall():
@@ -377,6 +378,7 @@ def _diff(conn: psycopg.Connection, org: str, now: datetime, report: ReplayRepor
     for fact in sorted(set(before) | set(after), key=str):
         b, a = before.get(fact), after.get(fact)
         ref = a or b
+        assert ref is not None  # the fact is in before or after
         fc = FactChange(write_id=ref["write_id"], memory_id=ref["id"], content=ref["content"],
                         before=b["before_state"] if b else None, after=a["after_state"] if a else None,
                         before_valid_to=b["before_valid_to"] if b else None,

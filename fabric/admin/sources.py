@@ -3,20 +3,24 @@ of every live memory from that source, as new versions, logged as one decision."
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import logging
 import uuid
 from datetime import datetime
 
-import psycopg
 
 from ..sql import q
 from ..types import aware, check_text
 from ..write import ledger
 
+if TYPE_CHECKING:
+    from ..db import Conn
+
 log = logging.getLogger(__name__)
 
 
-def invalidate_source(conn: psycopg.Connection, org: str, source: str, at: datetime | None = None,
+def invalidate_source(conn: Conn, org: str, source: str, at: datetime | None = None,
                       *, reason: str | None = None) -> tuple[uuid.UUID | None, list[uuid.UUID]]:
     """End the valid time at `at` (default: now) of every live memory from `source` that holds then.
 

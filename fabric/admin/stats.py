@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import psycopg
 import redis
 
 from ..sql import q
 from ..write.policy import refusal_counts
 
+if TYPE_CHECKING:
+    from ..db import Conn
+
 log = logging.getLogger(__name__)
 
 
-def stats(conn: psycopg.Connection, client: redis.Redis | None, org: str | None = None) -> dict[str, Any]:
+def stats(conn: Conn, client: redis.Redis | None, org: str | None = None) -> dict[str, Any]:
     """Per org: memories by current belief, writes by status, decisions by action/kind, refusals by kind,
     and conflicts: facts holding two or more live values now (see read.search.flag_conflicts)."""
     params = {"org": org}

@@ -30,10 +30,13 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 import psycopg
+
+if TYPE_CHECKING:
+    from ..db import Conn
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +189,7 @@ class Row:
     valid_to: datetime | None = None
 
 
-def bulk_load(conn: psycopg.Connection, org: str, rows: Sequence[Row], vectors: np.ndarray, *,
+def bulk_load(conn: Conn, org: str, rows: Sequence[Row], vectors: np.ndarray, *,
               recorded_at: datetime, valid_from: datetime) -> None:
     """COPY memories and their first versions straight into fabric's tables (one decision row for all)."""
     did = uuid.uuid4()
@@ -208,7 +211,7 @@ def bulk_load(conn: psycopg.Connection, org: str, rows: Sequence[Row], vectors: 
 
 
 @contextmanager
-def indexes_dropped(conn: psycopg.Connection) -> Iterator[None]:
+def indexes_dropped(conn: Conn) -> Iterator[None]:
     """Drop the HNSW and GIN indexes for a bulk load; rebuild them after from their own definitions."""
     from psycopg import sql
 
@@ -410,7 +413,7 @@ class LatencyRow:
     mean_ms: float
 
 
-def time_modes(conn: psycopg.Connection, *, org: str, questions: Sequence[str], vectors: np.ndarray, k: int,
+def time_modes(conn: Conn, *, org: str, questions: Sequence[str], vectors: np.ndarray, k: int,
                ef_search: int, modes: Sequence[str] = MODES, warmup: int = 10) -> dict[str, list[float]]:
     """Ask every question in every mode, interleaved (the order rotates per question), on one connection.
     Times the database round trip of `fabric.read.search.search` in milliseconds."""
@@ -431,7 +434,7 @@ def time_modes(conn: psycopg.Connection, *, org: str, questions: Sequence[str], 
     return times
 
 
-def explain_hybrid(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray, k: int,
+def explain_hybrid(conn: Conn, *, org: str, text: str, vector: np.ndarray, k: int,
                    ef_search: int) -> list[str]:
     """EXPLAIN ANALYZE of one hybrid search, as `search` runs it (same settings, same parameters)."""
     from ..read.search import HYBRID_POOL, SEARCH_SQL, search_params, session_settings

@@ -14,7 +14,7 @@ from rich.table import Table
 from .app import JsonOpt, app, console, err_console, handle_errors, print_json
 
 if TYPE_CHECKING:
-    import psycopg
+    from ..db import Conn
 
 roles_app = typer.Typer(help="Database roles: read-only analysts and tenant-bound services.", no_args_is_help=True)
 app.add_typer(roles_app, name="roles")
@@ -27,7 +27,7 @@ OrgsOpt = typer.Option(..., "--org", "-o", help="An org (tenant); repeat for sev
 
 
 @contextmanager
-def owner_connection() -> Iterator[tuple[psycopg.Connection, str]]:
+def owner_connection() -> Iterator[tuple[Conn, str]]:
     """A connection as the database owner, migrated to head (the roles need migration 0002)."""
     import psycopg
 

@@ -10,23 +10,24 @@ import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import psycopg
 from psycopg.types.json import Jsonb
 
+from ..db import one
 from ..sql import q
 
 if TYPE_CHECKING:
+    from ..db import Conn
     from ..placement.validator import Decision
 
 
-def lock_org(conn: psycopg.Connection, org: str) -> datetime:
+def lock_org(conn: Conn, org: str) -> datetime:
     """Take the org's placement lock (until the transaction ends); return the transaction time, read
     after the lock is held so changes to one org's tree are ordered by it."""
     conn.execute(q("lock_org"), {"org": org})
-    return conn.execute(q("clock")).fetchone()["now"]
+    return one(conn.execute(q("clock")))["now"]
 
 
-def log_decision(conn: psycopg.Connection, org: str, decision_id: uuid.UUID, *, action: str, now: datetime,
+def log_decision(conn: Conn, org: str, decision_id: uuid.UUID, *, action: str, now: datetime,
                  reason: str, decision: Decision | None = None, validator: str | None = "admin",
                  model: str | None = None, write_id: uuid.UUID | None = None,
                  memory_id: uuid.UUID | None = None, target_id: uuid.UUID | None = None,
@@ -48,18 +49,18 @@ def log_decision(conn: psycopg.Connection, org: str, decision_id: uuid.UUID, *, 
         "completion_tokens": d.completion_tokens if d else None})
 
 
-def set_details(conn: psycopg.Connection, org: str, decision_id: uuid.UUID, details: dict[str, Any]) -> None:
+def set_details(conn: Conn, org: str, decision_id: uuid.UUID, details: dict[str, Any]) -> None:
     conn.execute(q("set_decision_details"), {"org": org, "id": decision_id, "details": Jsonb(details)})
 
 
-def revise(conn: psycopg.Connection, org: str, memory_id: uuid.UUID, *, valid_to: datetime | None, state: str,
+def revise(conn: Conn, org: str, memory_id: uuid.UUID, *, valid_to: datetime | None, state: str,
            superseded_by: uuid.UUID | None, decision_id: uuid.UUID, now: datetime) -> None:
     """Expire a memory's current version and believe the next one (valid_from is kept)."""
     conn.execute(q("revise_version"), {"org": org, "memory_id": memory_id, "valid_to": valid_to, "state": state,
                                        "superseded_by": superseded_by, "decision_id": decision_id, "now": now})
 
 
-def belief_before(conn: psycopg.Connection, org: str, memory_id: uuid.UUID, version: int,
+def belief_before(conn: Conn, org: str, memory_id: uuid.UUID, version: int,
                   superseded_by: uuid.UUID) -> dict[str, Any]:
     """How a memory was believed before `superseded_by` superseded it (at `version`): its valid_to,
     state and successor then — for a memory written already superseded (late history), as it was written."""

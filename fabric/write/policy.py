@@ -85,5 +85,6 @@ def refusal_counts(client: redis.Redis, org: str | None = None) -> dict[str, dic
         name = key.decode() if isinstance(key, bytes) else key
         counts = client.hgetall(name)
         if counts:
-            out[name[len(REFUSED_KEY):]] = {k.decode(): int(v) for k, v in counts.items()}
+            out[name[len(REFUSED_KEY):]] = {k.decode() if isinstance(k, bytes) else k: int(v)
+                                            for k, v in counts.items()}
     return out

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import uuid
 from datetime import datetime
 
-import psycopg
 
 from ..errors import FabricError, NotFound
 from ..sql import q
 from . import ledger
 
+if TYPE_CHECKING:
+    from ..db import Conn
 
-def retract_memory(conn: psycopg.Connection, org: str, memory_id: uuid.UUID, now: datetime,
+
+def retract_memory(conn: Conn, org: str, memory_id: uuid.UUID, now: datetime,
                    decision_id: uuid.UUID) -> list[uuid.UUID]:
     """End a memory's transaction time; revive what it had superseded. Returns the revived ids.
 
@@ -37,7 +41,7 @@ def retract_memory(conn: psycopg.Connection, org: str, memory_id: uuid.UUID, now
     return revived
 
 
-def retract(conn: psycopg.Connection, org: str, memory_id: uuid.UUID, reason: str) -> uuid.UUID:
+def retract(conn: Conn, org: str, memory_id: uuid.UUID, reason: str) -> uuid.UUID:
     with conn.transaction():
         if conn.execute(q("memory_exists"), {"org": org, "id": memory_id}).fetchone() is None:
             raise NotFound("memory", memory_id, org)

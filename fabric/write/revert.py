@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import psycopg
 
+from ..db import one
 from ..errors import FabricError, NotFound
 from ..placement.validator import Decision, IncomingWrite
 from ..sql import q
@@ -15,10 +15,11 @@ from .apply import apply_decision
 from .retract import retract_memory
 
 if TYPE_CHECKING:
+    from ..db import Conn
     from ..embed import Embedder
 
 
-def revert(conn: psycopg.Connection, embedder: Embedder, decision_id: uuid.UUID, *, org: str | None,
+def revert(conn: Conn, embedder: Embedder, decision_id: uuid.UUID, *, org: str | None,
            reason: str) -> uuid.UUID:
     """Undo a placement as a new logged event. `embedder` embeds a reverted duplicate's text (it has no node)."""
     with conn.transaction():
@@ -38,14 +39,14 @@ def revert(conn: psycopg.Connection, embedder: Embedder, decision_id: uuid.UUID,
         ledger.log_decision(conn, org, event_id, action="revert", now=now, reason=reason,
                             memory_id=d["memory_id"], write_id=d["write_id"], reverts=decision_id)
         if d["kind"] == "duplicate":
-            w = conn.execute(q("load_write"), {"org": org, "id": d["write_id"]}).fetchone()
+            w = one(conn.execute(q("load_write"), {"org": org, "id": d["write_id"]}))
             write = IncomingWrite(**{k: w[k] for k in w if k != "status"})
             vec = embedder.embed([write.content])[0]
             placed = apply_decision(
                 conn, write, vec,
                 Decision("new_branch", None, f"revert of duplicate decision {decision_id}", 1.0, "admin"),
                 [], [], now)
-            details = {"placed_memory": str(placed.memory_id)}
+            details: dict[str, Any] = {"placed_memory": str(placed.memory_id)}
         else:
             revived = retract_memory(conn, org, d["memory_id"], now, event_id)
             details = {"retracted": str(d["memory_id"]), "revived": [str(r) for r in revived]}

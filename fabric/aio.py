@@ -45,8 +45,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+AConn = psycopg.AsyncConnection[Any]  # rows are dicts (the pool's row_factory)
 
-async def _configure(conn: psycopg.AsyncConnection) -> None:
+
+async def _configure(conn: AConn) -> None:
     try:
         await register_vector_async(conn)
     except psycopg.ProgrammingError as exc:
@@ -77,7 +79,7 @@ class AsyncFabric:
     """An async connection to a fabric store: `async with AsyncFabric.connect() as fab: ...`."""
 
     def __init__(self, settings: Settings, *, database_url: str, redis_url: str, db_embedded: bool,
-                 redis_embedded: bool, pool: AsyncConnectionPool, redis_client: aredis.Redis):
+                 redis_embedded: bool, pool: AsyncConnectionPool[AConn], redis_client: aredis.Redis):
         self.settings = settings
         self.database_url = database_url
         self.redis_url = redis_url
@@ -113,7 +115,7 @@ class AsyncFabric:
                                                                  s.data_dir)
         if auto_migrate:
             await asyncio.to_thread(db.migrate_if_behind, db_url, embedding_dim=s.embedding_dim)
-        pool = AsyncConnectionPool(db_url, min_size=s.pool_min_size, max_size=s.pool_max_size, open=False,
+        pool = AsyncConnectionPool(db_url, connection_class=AConn, min_size=s.pool_min_size, max_size=s.pool_max_size, open=False,
                                    configure=_configure, kwargs={"row_factory": dict_row, "autocommit": False},
                                    name="fabric-async")
         try:
@@ -181,7 +183,7 @@ class AsyncFabric:
         return (await asyncio.to_thread(self.embedder.embed, [text]))[0]
 
     @asynccontextmanager
-    async def _conn(self, org: str | None = None) -> AsyncIterator[psycopg.AsyncConnection]:
+    async def _conn(self, org: str | None = None) -> AsyncIterator[AConn]:
         """A pooled connection in a transaction, acting for `org` (row-level security), as `Fabric._conn`."""
         async with self.pool.connection() as conn:
             try:
@@ -272,7 +274,8 @@ class AsyncFabric:
         try:
             if not self.queue.redis_server_version:
                 version = (await self.redis.info("server"))["redis_version"]
-                self.queue.redis_server_version = tuple(int(p) for p in version.split(".")[:3])
+                self.queue.redis_server_version = tuple(  # type: ignore[assignment]  # RQ says 3 ints: it is
+                    int(p) for p in version.split(".")[:3])
             commands = fq.enqueue_commands(self.queue, jobs, timeout=self.settings.job_timeout,
                                            retries=self.settings.job_retries)
             async with self.redis.pipeline(transaction=True) as pipe:
@@ -300,7 +303,8 @@ class AsyncFabric:
         """Until nothing of `org` (None: of any org) is pending."""
         deadline = time.monotonic() + timeout
         for delay in calls.backoff(0.01, 0.25):
-            n = (await self._one(org, "pending_count", {"org": org}))["n"]
+            row = await self._one(org, "pending_count", {"org": org})
+            n = row["n"] if row else 0
             if n == 0:
                 return 0
             if time.monotonic() >= deadline:
@@ -310,7 +314,7 @@ class AsyncFabric:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _worker_report(self) -> str:
-        return await asyncio.to_thread(Fabric.worker_status, self)  # reads only self.queue
+        return await asyncio.to_thread(Fabric.worker_status, self)  # type: ignore[arg-type]  # reads only self.queue
 
     # ------------------------------------------------------------------ reads
 
@@ -387,7 +391,7 @@ class AsyncFabric:
         return Memory.from_row(row)
 
     @staticmethod
-    async def _require_memory(conn: psycopg.AsyncConnection, org: str, mid: uuid.UUID) -> None:
+    async def _require_memory(conn: AConn, org: str, mid: uuid.UUID) -> None:
         if await (await conn.execute(q("memory_exists"), {"org": org, "id": mid})).fetchone() is None:
             raise NotFound("memory", mid, org)
 

@@ -14,6 +14,7 @@ import signal
 import stat
 import sys
 import time
+from typing import Callable
 
 import redis
 from rq import SimpleWorker, worker_registration
@@ -34,7 +35,7 @@ class FabricWorker(SimpleWorker):
     """Adds the reconciler (and a parent-process check) to RQ's periodic maintenance, and registers
     itself again when Redis comes back empty after a restart."""
 
-    fabric_reconcile = None
+    fabric_reconcile: Callable[[], None] | None = None
     parent_pid: int | None = None
     stopping = False  # a stop was asked for (signal, parent gone): do not start again
     max_connection_wait_time = 10.0  # longest pause between reconnection attempts while idle

@@ -223,7 +223,7 @@ def indexes_dropped(conn: Conn) -> Iterator[None]:
     yield
     conn.execute("SET maintenance_work_mem = '1GB'")
     for _, definition in defs:
-        conn.execute(sql.SQL(definition))  # type: ignore[arg-type]  (the catalogue's own DDL)
+        conn.execute(sql.SQL(definition))  # type: ignore[arg-type]  # the catalogue's own DDL
     conn.execute("RESET maintenance_work_mem")
     conn.execute("ANALYZE fabric.memories")
     conn.execute("ANALYZE fabric.memory_versions")
@@ -282,7 +282,7 @@ def _score(results: list[list[Any]], corpus: Corpus, subjects: dict[uuid.UUID, s
     def ratios(s: list[int]) -> dict[str, float]:
         return {"questions": s[0], "top1": s[1] / s[0], "recall5": s[2] / s[0], "twin_ahead": s[3] / s[0]}
     total = ratios(stats.pop("all"))
-    return QualityRow(mode, total["questions"], total["top1"], total["recall5"], total["twin_ahead"],
+    return QualityRow(mode, int(total["questions"]), total["top1"], total["recall5"], total["twin_ahead"],
                       {k: ratios(v) for k, v in sorted(stats.items())})
 
 
@@ -290,9 +290,9 @@ def run_quality(fab: Any, corpus: Corpus, *, org: str, keyed: bool = False) -> l
     """Load the corpus (real embeddings of its text) into `org`; ask every question in every mode."""
     now = datetime.now(timezone.utc)
     vectors = fab.embedder.embed([f.text for f in corpus.facts])
-    rows = [Row(f.id, f.text, (f.subject, f.relation, f.value) if keyed else None) for f in corpus.facts]
+    facts = [Row(f.id, f.text, (f.subject, f.relation, f.value) if keyed else None) for f in corpus.facts]
     with fab.pool.connection() as conn:
-        bulk_load(conn, org, rows, vectors, recorded_at=now - timedelta(days=1), valid_from=now - timedelta(days=30))
+        bulk_load(conn, org, facts, vectors, recorded_at=now - timedelta(days=1), valid_from=now - timedelta(days=30))
         conn.execute("ANALYZE fabric.memories")
         conn.execute("ANALYZE fabric.memory_versions")
     subjects = {f.id: f.subject for f in corpus.facts}

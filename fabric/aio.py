@@ -63,10 +63,10 @@ class _Connecting:
         self._kwargs = kwargs
         self._fabric: AsyncFabric | None = None
 
-    def __await__(self) -> Generator[Any, None, "AsyncFabric"]:
+    def __await__(self) -> Generator[Any, None, AsyncFabric]:
         return AsyncFabric._connect(**self._kwargs).__await__()
 
-    async def __aenter__(self) -> "AsyncFabric":
+    async def __aenter__(self) -> AsyncFabric:
         self._fabric = await AsyncFabric._connect(**self._kwargs)
         return self._fabric
 
@@ -107,7 +107,7 @@ class AsyncFabric:
 
     @classmethod
     async def _connect(cls, database_url: str | None = None, redis_url: str | None = None,
-                       **settings: Any) -> "AsyncFabric":
+                       **settings: Any) -> AsyncFabric:
         auto_migrate = bool(settings.pop("auto_migrate", True))
         s = Settings.from_env(database_url=database_url, redis_url=redis_url, **settings)
         # Starting the embedded servers and migrating are one-off and blocking: off the loop.
@@ -115,7 +115,8 @@ class AsyncFabric:
                                                                  s.data_dir)
         if auto_migrate:
             await asyncio.to_thread(db.migrate_if_behind, db_url, embedding_dim=s.embedding_dim)
-        pool = AsyncConnectionPool(db_url, connection_class=AConn, min_size=s.pool_min_size, max_size=s.pool_max_size, open=False,
+        pool = AsyncConnectionPool(db_url, connection_class=AConn, min_size=s.pool_min_size,
+                                   max_size=s.pool_max_size, open=False,
                                    configure=_configure, kwargs={"row_factory": dict_row, "autocommit": False},
                                    name="fabric-async")
         try:
@@ -147,7 +148,7 @@ class AsyncFabric:
                 f"the database's fabric.memories.embedding is vector({dim}) but FABRIC_EMBEDDING_DIM is "
                 f"{self.settings.embedding_dim}")
 
-    async def __aenter__(self) -> "AsyncFabric":
+    async def __aenter__(self) -> AsyncFabric:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -419,7 +420,7 @@ class AsyncFabric:
         return await asyncio.to_thread(self._sync_fabric().revert, decision_id, org=org, reason=reason)
 
     async def replay(self, org: str, root_id: uuid.UUID | str, *, validator: str = "rule",
-                     apply: bool = False) -> "ReplayReport":
+                     apply: bool = False) -> ReplayReport:
         return await asyncio.to_thread(self._sync_fabric().replay, org, root_id, validator=validator, apply=apply)
 
     async def invalidate_source(self, source: str, *, org: str = "default", at: datetime | None = None) -> int:

@@ -59,7 +59,7 @@ class Fabric:
     # ------------------------------------------------------------------ lifecycle
 
     @classmethod
-    def connect(cls, database_url: str | None = None, redis_url: str | None = None, **settings: Any) -> "Fabric":
+    def connect(cls, database_url: str | None = None, redis_url: str | None = None, **settings: Any) -> Fabric:
         """Connect (starting the embedded PostgreSQL / Redis where no URL is given) and migrate.
 
         Settings not given here come from the environment (see `fabric.config.Settings`)."""
@@ -87,7 +87,7 @@ class Fabric:
                 f"the database's fabric.memories.embedding is vector({dim}) but FABRIC_EMBEDDING_DIM is "
                 f"{self.settings.embedding_dim}")
 
-    def __enter__(self) -> "Fabric":
+    def __enter__(self) -> Fabric:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -407,7 +407,7 @@ class Fabric:
 
     @db.guarded(retry=False)
     def replay(self, org: str, root_id: uuid.UUID | str, *, validator: str = "rule",
-               apply: bool = False) -> "ReplayReport":
+               apply: bool = False) -> ReplayReport:
         """Re-run placement over the subtree under `root_id` with `validator` ('rule' | 'llm'), in the
         writes' original order. Dry run by default (nothing written); `apply=True` commits the new
         placements as new versions in one transaction (`known_at` before it still sees the old ones)."""

@@ -75,7 +75,7 @@ def embedded(n_texts: int, seconds: float) -> None:
     EMBEDDING_SECONDS.observe(seconds)
 
 
-def decided(d: "Decision") -> None:
+def decided(d: Decision) -> None:
     """A validator's decision: counts an LLM call, its tokens and latency."""
     if d.called and d.validator == "llm":
         LLM_CALLS.labels("ok").inc()
@@ -94,7 +94,7 @@ def requeued(n: int) -> None:
 class StoreCollector(Collector):
     """Pending and parked writes from Postgres; policy refusals by kind from Redis."""
 
-    def __init__(self, pool: "ConnectionPool[Any]", redis_client: "redis.Redis | None", *, org_label: bool = False):
+    def __init__(self, pool: ConnectionPool[Any], redis_client: redis.Redis | None, *, org_label: bool = False):
         self.pool, self.redis, self.org_label = pool, redis_client, org_label
 
     def collect(self) -> Iterator[Any]:
@@ -144,7 +144,7 @@ class StoreCollector(Collector):
 _collector: StoreCollector | None = None
 
 
-def serve(port: int, *, pool: "ConnectionPool | None" = None, redis_client: "redis.Redis | None" = None,
+def serve(port: int, *, pool: ConnectionPool | None = None, redis_client: redis.Redis | None = None,
           org_label: bool = False, addr: str = "0.0.0.0") -> None:
     """Expose this process's metrics (plus the store's, given a pool) at http://addr:port/metrics."""
     global _collector

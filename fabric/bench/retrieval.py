@@ -223,7 +223,7 @@ def indexes_dropped(conn: Conn) -> Iterator[None]:
     yield
     conn.execute("SET maintenance_work_mem = '1GB'")
     for _, definition in defs:
-        conn.execute(sql.SQL(definition))  # type: ignore[arg-type]  # the catalogue's own DDL
+        conn.execute(sql.SQL(definition))  # the catalogue's own DDL
     conn.execute("RESET maintenance_work_mem")
     conn.execute("ANALYZE fabric.memories")
     conn.execute("ANALYZE fabric.memory_versions")

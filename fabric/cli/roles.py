@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator, List, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 import typer
 from rich.table import Table
@@ -103,7 +103,7 @@ def create_analyst(
 @roles_app.command("create-service")
 def create_service(
     name: str = typer.Argument(..., help="The new role's name: a lower-case identifier."),
-    orgs: List[str] = OrgsOpt,
+    orgs: list[str] = OrgsOpt,
     password: Optional[str] = PasswordOpt,
     password_stdin: bool = PasswordStdinOpt,
     as_json: bool = JsonOpt,
@@ -125,7 +125,7 @@ def create_service(
 
 
 @roles_app.command("grant")
-def grant(name: str = typer.Argument(..., help="A service role."), orgs: List[str] = OrgsOpt,
+def grant(name: str = typer.Argument(..., help="A service role."), orgs: list[str] = OrgsOpt,
           as_json: bool = JsonOpt) -> None:
     """Let a service role act for more orgs.
 
@@ -140,7 +140,7 @@ def grant(name: str = typer.Argument(..., help="A service role."), orgs: List[st
 
 
 @roles_app.command("revoke")
-def revoke(name: str = typer.Argument(..., help="A service role."), orgs: List[str] = OrgsOpt,
+def revoke(name: str = typer.Argument(..., help="A service role."), orgs: list[str] = OrgsOpt,
            as_json: bool = JsonOpt) -> None:
     """Stop a service role acting for these orgs. Exit code 3 when it had no such grant.
 

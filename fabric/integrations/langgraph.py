@@ -167,7 +167,7 @@ class _Batch:
     puts: dict[tuple[tuple[str, ...], str], PutOp] = field(default_factory=dict)
 
     @classmethod
-    def split(cls, ops: Iterable[Op]) -> "_Batch":
+    def split(cls, ops: Iterable[Op]) -> _Batch:
         ops = list(ops)
         b = cls(results=[None] * len(ops))
         for i, op in enumerate(ops):
@@ -204,7 +204,7 @@ class FabricStore(BaseStore):
         self._valid_at: datetime | None = None
         self._known_at: datetime | None = None
 
-    def as_of(self, *, valid_at: datetime | None = None, known_at: datetime | None = None) -> "FabricStore":
+    def as_of(self, *, valid_at: datetime | None = None, known_at: datetime | None = None) -> FabricStore:
         """A read-only view: get / search / list_namespaces answer what was true at `valid_at` as the
         store knew it at `known_at` (each default now)."""
         view = FabricStore(self.fabric, afabric=self.afabric, org=self.org, index=self.index_fields,

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from rq import Queue
 
     from .admin.replay import ReplayReport
+    import numpy as np
+
     from .embed import Embedder
 
 log = logging.getLogger(__name__)
@@ -123,6 +125,10 @@ class Fabric:
 
             self._embedder = make_embedder(self.settings)
         return self._embedder
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed with the model, loading it on first use (revert and replay need it only sometimes)."""
+        return self.embedder.embed(texts)
 
     @contextmanager
     def _conn(self, org: str | None = None) -> Iterator[Conn]:
@@ -392,7 +398,7 @@ class Fabric:
             check_org(org)
         check_text("reason", reason)
         with self._conn(org) as conn:
-            return revert(conn, self.embedder, did, org=org, reason=reason)
+            return revert(conn, self._embed, did, org=org, reason=reason)
 
     @db.guarded(retry=True)
     def decisions(self, *, org: str = "default", since: datetime | None = None, kind: str | None = None,
@@ -415,7 +421,7 @@ class Fabric:
 
         check_org(org)
         with self._conn(org) as conn:
-            return replay(conn, self.settings, self.embedder, org, root_id, validator=validator, apply=apply)
+            return replay(conn, self.settings, self._embed, org, root_id, validator=validator, apply=apply)
 
     @db.guarded(retry=False)
     def invalidate_source(self, source: str, *, org: str = "default", at: datetime | None = None) -> int:

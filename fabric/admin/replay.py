@@ -52,7 +52,7 @@ from .orgs import require_org
 
 if TYPE_CHECKING:
     from ..db import Conn
-    from ..embed import Embedder
+    from ..embed import Embed
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ def make_replay_validator(settings: Settings, name: str) -> Validator:
         raise ConfigurationError(f"the {name} validator is not available: {exc}") from exc
 
 
-def replay(conn: Conn, settings: Settings, embedder: Embedder, org: str, root_id: uuid.UUID | str,
+def replay(conn: Conn, settings: Settings, embed: Embed, org: str, root_id: uuid.UUID | str,
            *, validator: str = "rule", apply: bool = False) -> ReplayReport:
     """Replay the subtree under `root_id` on `conn` (acting for `org`); see the module's docstring."""
     check_org(org)
@@ -144,7 +144,7 @@ def replay(conn: Conn, settings: Settings, embedder: Embedder, org: str, root_id
     if conn.execute(q("memory_exists"), {"org": org, "id": rid}).fetchone() is None:
         raise NotFound("memory", rid, org)
     with conn.transaction():
-        report = _run(conn, settings, embedder, org, rid, v, validator)
+        report = _run(conn, settings, embed, org, rid, v, validator)
         if not apply:
             raise psycopg.Rollback()  # the dry run: everything above is undone
     report.applied = apply
@@ -156,7 +156,7 @@ def replay(conn: Conn, settings: Settings, embedder: Embedder, org: str, root_id
     return report
 
 
-def _run(conn: Conn, s: Settings, embedder: Embedder, org: str, rid: uuid.UUID, v: Validator,
+def _run(conn: Conn, s: Settings, embed: Embed, org: str, rid: uuid.UUID, v: Validator,
          vname: str) -> ReplayReport:
     now = ledger.lock_org(conn, org)
     family = [r["id"] for r in conn.execute(q("replay_family"), {"org": org, "root": rid}).fetchall()]
@@ -169,7 +169,7 @@ def _run(conn: Conn, s: Settings, embedder: Embedder, org: str, rid: uuid.UUID, 
     vecs: dict[uuid.UUID, np.ndarray] = {}
     dup_rows = [r for r in rows if r["status"] == "duplicate"]
     if dup_rows:
-        for r, vec in zip(dup_rows, embedder.embed([r["content"] for r in dup_rows])):
+        for r, vec in zip(dup_rows, embed([r["content"] for r in dup_rows])):
             vecs[r["id"]] = vec
     for r in rows:
         if r["status"] == "placed":

@@ -16,12 +16,13 @@ from .retract import retract_memory
 
 if TYPE_CHECKING:
     from ..db import Conn
-    from ..embed import Embedder
+    from ..embed import Embed
 
 
-def revert(conn: Conn, embedder: Embedder, decision_id: uuid.UUID, *, org: str | None,
+def revert(conn: Conn, embed: Embed, decision_id: uuid.UUID, *, org: str | None,
            reason: str) -> uuid.UUID:
-    """Undo a placement as a new logged event. `embedder` embeds a reverted duplicate's text (it has no node)."""
+    """Undo a placement as a new logged event. `embed` embeds a reverted duplicate's text (it has no node)
+    when one is reverted: the model loads only then."""
     with conn.transaction():
         if org is None:
             d = conn.execute(q("find_decision"), {"id": decision_id}).fetchone()
@@ -41,7 +42,7 @@ def revert(conn: Conn, embedder: Embedder, decision_id: uuid.UUID, *, org: str |
         if d["kind"] == "duplicate":
             w = one(conn.execute(q("load_write"), {"org": org, "id": d["write_id"]}))
             write = IncomingWrite(**{k: w[k] for k in w if k != "status"})
-            vec = embedder.embed([write.content])[0]
+            vec = embed([write.content])[0]
             placed = apply_decision(
                 conn, write, vec,
                 Decision("new_branch", None, f"revert of duplicate decision {decision_id}", 1.0, "admin"),

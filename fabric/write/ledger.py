@@ -2,7 +2,7 @@
 
 Retraction, revert, replay and source invalidation all lock the org and read the clock, log one
 decision, and revise versions; a retraction (or a replay taking nodes back) believes again what the
-node it takes back had superseded. Placement (`write/apply.py`) logs through `insert_decision` too."""
+node it takes back had superseded. Placement (`write/apply.py`) logs its decisions here too."""
 
 from __future__ import annotations
 

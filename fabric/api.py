@@ -274,7 +274,7 @@ class Fabric:
     @db.guarded(retry=True)
     def reconcile(self, *, grace: float | None = None, limit: int = 10000) -> int:
         """Queue again every pending write whose job is lost. Returns how many writes were queued."""
-        from workers.reconcile import reconcile
+        from .write.reconcile import reconcile
 
         return reconcile(self.pool, self.redis, self.queue, self.settings,
                          grace=self.settings.reconcile_grace if grace is None else grace, limit=limit)

@@ -24,9 +24,9 @@ from fabric import queue as fq
 from fabric.config import Settings
 from fabric.db import make_pool, migrate_if_behind
 from fabric.write.placer import Placer
+from fabric.write.reconcile import reconcile
 
 from . import jobs
-from .reconcile import reconcile
 
 log = logging.getLogger("workers.run")
 

@@ -10,10 +10,10 @@ import redis
 from psycopg_pool import ConnectionPool
 from rq import Queue
 
-from fabric import metrics
-from fabric import queue as fq
-from fabric.config import Settings
-from fabric.sql import q
+from .. import metrics
+from .. import queue as fq
+from ..config import Settings
+from ..sql import q
 
 log = logging.getLogger(__name__)
 

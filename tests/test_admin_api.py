@@ -54,6 +54,7 @@ def test_require_org_names_an_org_nothing_was_written_to(fab, org):
         fab.require_org("")
 
 
-def test_worker_status_says_who_listens(fab, bare):
-    assert "worker(s) listening on queue" in fab.worker_status()   # the session's worker
+def test_worker_status_says_who_listens(fab, bare, org):
+    fab.wait(fab.write("Ines Duarte chairs the Porto board.", org=org), timeout=120)  # its worker is up
+    assert "1 worker(s) listening on queue" in fab.worker_status()   # the session's worker
     assert "no worker is listening" in bare.worker_status()         # a queue of its own, no worker

@@ -217,7 +217,7 @@ class AsyncFabric:
                     valid_to: datetime | None = None, source: str | None = None, kind: str | None = None,
                     durability: str | None = None, metadata: Mapping[str, Any] | None = None) -> WriteReceipt:
         """Accept a write durably and queue its placement. Returns at once."""
-        req = await self._request(dict(content=content, org=org, subject=subject, relation=relation, value=value,
+        req = await self.validate_write(dict(content=content, org=org, subject=subject, relation=relation, value=value,
                                        valid_from=valid_from, valid_to=valid_to, source=source, kind=kind,
                                        durability=durability, metadata=metadata))
         return (await self._accept([req]))[0]
@@ -227,13 +227,14 @@ class AsyncFabric:
         reqs = []
         for i, item in enumerate(calls.check_items(items)):
             try:
-                reqs.append(await self._request(write_fields(item)))
+                reqs.append(await self.validate_write(write_fields(item)))
             except ValidationError as exc:
                 raise calls.batch_item_error(i, exc) from exc
         return await self._accept(reqs) if reqs else []
 
-    async def _request(self, fields: dict[str, Any]) -> WriteRequest:
-        return await self._gate(calls.build_request(fields, self.settings.max_content_chars))
+    async def validate_write(self, fields: Mapping[str, Any]) -> WriteRequest:
+        """As `Fabric.validate_write`: checked and gated as `write` would store it; nothing is written."""
+        return await self._gate(calls.build_request(dict(fields), self.settings.max_content_chars))
 
     async def _gate(self, req: WriteRequest) -> WriteRequest:
         """The write policy's gate (fabric.write.policy), counting a refusal in Redis as `Fabric` does."""
@@ -296,7 +297,7 @@ class AsyncFabric:
             if placement is not None:
                 return placement
             if time.monotonic() >= deadline:
-                raise PlacementTimeout(f"write {wid} still pending after {timeout}s; {await self._worker_report()}")
+                raise PlacementTimeout(f"write {wid} still pending after {timeout}s; {await self.worker_status()}")
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover - backoff() never ends
 
@@ -310,12 +311,27 @@ class AsyncFabric:
                 return 0
             if time.monotonic() >= deadline:
                 raise PlacementTimeout(f"{n} write(s) of {org or 'all orgs'} still pending after {timeout}s; "
-                                       f"{await self._worker_report()}")
+                                       f"{await self.worker_status()}")
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _worker_report(self) -> str:
+    async def worker_status(self) -> str:
+        """As `Fabric.worker_status`: the workers listening on this queue, or why none can place a write."""
         return await asyncio.to_thread(Fabric.worker_status, self)  # type: ignore[arg-type]  # reads only self.queue
+
+    async def writes_summary(self, receipts: Sequence[WriteReceipt]) -> dict[str, dict[str, int]]:
+        """As `Fabric.writes_summary`."""
+        if not receipts:
+            return calls.writes_summary([])
+        return calls.writes_summary(await self._all(None, "writes_summary", calls.writes_summary_params(receipts)))
+
+    async def require_org(self, org: str) -> None:
+        """As `Fabric.require_org`: `UnknownOrg` when nothing was ever written to `org`."""
+        from .admin.orgs import UnknownOrg
+
+        check_org(org)
+        if await self._one(org, "org_exists", {"org": org}) is None:
+            raise UnknownOrg(org)
 
     # ------------------------------------------------------------------ reads
 

@@ -447,17 +447,11 @@ class Fabric:
     @db.guarded(retry=True)
     def writes_summary(self, receipts: Sequence[WriteReceipt]) -> dict[str, dict[str, int]]:
         """Of these writes: how many are in each status, and how many placed by each decision kind."""
-        status: dict[str, int] = {}
-        decisions: dict[str, int] = {}
-        if receipts:
-            with self._conn() as conn:
-                rows = conn.execute(q("writes_summary"), {"orgs": [r.org for r in receipts],
-                                                         "ids": [r.id for r in receipts]}).fetchall()
-            for r in rows:
-                status[r["status"]] = status.get(r["status"], 0) + r["n"]
-                if r["kind"]:
-                    decisions[r["kind"]] = decisions.get(r["kind"], 0) + r["n"]
-        return {"status": status, "decisions": decisions}
+        if not receipts:
+            return calls.writes_summary([])
+        with self._conn() as conn:
+            rows = conn.execute(q("writes_summary"), calls.writes_summary_params(receipts)).fetchall()
+        return calls.writes_summary(rows)
 
     @db.guarded(retry=True)
     def stats(self, org: str | None = None) -> dict[str, Any]:

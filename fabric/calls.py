@@ -177,3 +177,20 @@ def check_reason(reason: object) -> None:
     if reason is None or (isinstance(reason, str) and not reason.strip()):
         raise ValidationError("reason", "a retraction needs a reason")
     check_text("reason", reason)
+
+
+# ---------------------------------------------------------------- admin helpers
+
+def writes_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """`writes_summary` rows (status, decision kind, n) folded: writes per status, placements per kind."""
+    status: dict[str, int] = {}
+    decisions: dict[str, int] = {}
+    for r in rows:
+        status[r["status"]] = status.get(r["status"], 0) + r["n"]
+        if r["kind"]:
+            decisions[r["kind"]] = decisions.get(r["kind"], 0) + r["n"]
+    return {"status": status, "decisions": decisions}
+
+
+def writes_summary_params(receipts: Sequence[WriteReceipt]) -> dict[str, Any]:
+    return {"orgs": [r.org for r in receipts], "ids": [r.id for r in receipts]}

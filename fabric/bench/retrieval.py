@@ -499,13 +499,13 @@ def run(*, database_url: str | None = None, quick: bool = False, seed: int = 7, 
     else the embedded PostgreSQL in FABRIC_DATA_DIR)."""
     import os
 
-    from .. import embedded
+    from .. import servers
     from ..api import Fabric
     from ..config import Settings
 
     say = progress or (lambda msg: log.info(msg))
     settings = Settings.from_env()
-    server = database_url or settings.database_url or embedded.postgres_url(settings.data_dir)
+    server = database_url or settings.database_url or servers.postgres_url(settings.data_dir)
     sizes = sorted(sizes or ([2000] if quick else [10_000, 100_000]))
     n_questions = questions or (100 if quick else 240)
     n_latency = latency_queries or (40 if quick else 200)

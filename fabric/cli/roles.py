@@ -31,11 +31,11 @@ def owner_connection() -> Iterator[tuple[Conn, str]]:
     """A connection as the database owner, migrated to head (the roles need migration 0002)."""
     import psycopg
 
-    from .. import db, embedded
+    from .. import db, servers
     from ..config import Settings
 
     s = Settings.from_env()
-    url = s.database_url or embedded.postgres_url(s.data_dir)
+    url = s.database_url or servers.postgres_url(s.data_dir)
     db.migrate_if_behind(url, embedding_dim=s.embedding_dim)
     try:
         conn = psycopg.connect(url)

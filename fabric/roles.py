@@ -178,12 +178,18 @@ def _service_role(cur: Cursor, name: str) -> dict:
     return row
 
 
+def _role_and_orgs(name: str, orgs: Iterable[str]) -> list[str]:
+    """A grant or revoke names a role and at least one org: both checked."""
+    check_role_name(name)
+    checked = _check_orgs(orgs)
+    if not checked:
+        raise ValidationError("org", "name at least one org (--org ORG)")
+    return checked
+
+
 def grant(conn: Conn, name: str, *, orgs: Iterable[str]) -> RoleInfo:
     """Let a service role act for more orgs."""
-    check_role_name(name)
-    orgs = _check_orgs(orgs)
-    if not orgs:
-        raise ValidationError("org", "name at least one org (--org ORG)")
+    orgs = _role_and_orgs(name, orgs)
     with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
         _ready(cur)
         _service_role(cur, name)
@@ -193,10 +199,7 @@ def grant(conn: Conn, name: str, *, orgs: Iterable[str]) -> RoleInfo:
 
 def revoke(conn: Conn, name: str, *, orgs: Iterable[str]) -> RoleInfo:
     """Stop a service role acting for these orgs (it keeps its other grants)."""
-    check_role_name(name)
-    orgs = _check_orgs(orgs)
-    if not orgs:
-        raise ValidationError("org", "name at least one org (--org ORG)")
+    orgs = _role_and_orgs(name, orgs)
     with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
         _ready(cur)
         _service_role(cur, name)

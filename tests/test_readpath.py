@@ -103,7 +103,8 @@ def test_a_term_too_common_in_the_org_is_not_scanned(fab, pg, org):
         INSERT INTO fabric.memories (org, id, root_id, content, placement, embedding, created_at)
         SELECT %(org)s, u, u, CASE WHEN i = 0 THEN 'the zebra quokka sighting' ELSE 'routine zebra note ' || i END,
                'new_branch', %(vec)s::vector, now()
-        FROM (SELECT i, gen_random_uuid() AS u FROM generate_series(0, %(n)s) AS i) AS s""", {"org": org, "vec": vec, "n": common})
+        FROM (SELECT i, gen_random_uuid() AS u FROM generate_series(0, %(n)s) AS i) AS s""",
+               {"org": org, "vec": vec, "n": common})
     pg.execute("""
         INSERT INTO fabric.memory_versions (org, memory_id, version, valid_from, state, decision_id, recorded_at)
         SELECT org, id, 1, '2020-01-01', 'live', %(did)s, now() FROM fabric.memories WHERE org = %(org)s""",

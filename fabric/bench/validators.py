@@ -291,7 +291,7 @@ def markdown(result: dict[str, Any], command: str | None = None) -> str:
         lines += [f"## {one['set']}: {one['pairs']} pairs" + (f" (split {one['split']})" if one["split"] else ""),
                   "", "| label | pairs | " + " | ".join(names) + " |", "|---|---:|" + "---:|" * len(cols)]
 
-        def row(label: str, n: Any, pick) -> str:
+        def row(label: str, n: Any, pick, cols=cols) -> str:
             return f"| {label} | {n} | " + " | ".join(pick(r["splits"][sp] if sp else r) for r, sp in cols) + " |"
 
         for kind, count in one["per_kind"].items():

@@ -26,7 +26,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from .validator import normalise
 
@@ -540,7 +540,7 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
                 lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"))
 
 
-def keyable(fact: Fact | None) -> bool:
+def keyable(fact: Fact | None) -> TypeGuard[Fact]:
     """May this fact key a memory (so current_value returns it)? Not when it is negated, told as past,
     read loosely, or one of several values a subject holds at once."""
     return fact is not None and not (fact.negated or fact.past or fact.loose or fact.relation in _MULTI)

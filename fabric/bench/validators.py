@@ -186,6 +186,7 @@ def run_validator(validator: Validator, cases: Sequence[Case], *, near_similarit
     started = time.perf_counter()
     for case in cases:
         calls_before = _requests(validator)
+        predicted: str  # a decision kind, or "error"
         try:
             if pregate:
                 d = decide(case.write, case.candidates, validator, near_similarity=near_similarity)

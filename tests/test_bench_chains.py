@@ -29,7 +29,10 @@ def test_the_blind_sets_load_and_are_held_out():
     assert len(chains) >= 40 and all(c.split == "holdout" for c in chains)
     assert len({c.relation for c in chains}) >= 20
     pairs = load_pairs(bc.DEFAULT_CHAINS.parent / "placement_pairs_v3.jsonl")
-    assert len(pairs) >= 150 and all(p.split == "holdout" and p.id.startswith("v3-") for p in pairs)
+    assert len(pairs) >= 150 and all(p.id.startswith("v3-") for p in pairs)
+    # Written blind; after the first measurement its odd-numbered half became a tune split and the
+    # even-numbered half stays held out (docs/bench/chains.md).
+    assert all(p.split == ("tune" if int(p.id.split("-")[1]) % 2 else "holdout") for p in pairs)
     assert {p.label for p in pairs} == {"duplicate", "child_update", "contradiction_fork", "new_branch"}
 
 

@@ -49,6 +49,23 @@ def test_text_only_versions_in_other_words_get_one_key_and_a_history(fab, org, p
     assert not {first.memory_id, second.memory_id} & {h.id for h in hits}
 
 
+def test_a_relation_outside_the_lexicon_gets_one_key_and_a_history(fab, org):
+    """Versions of an attribute no word list names, each worded its own way: the first sentence names the
+    attribute ("parrot_called"), the later versions reuse that name (align.py)."""
+    first = put(fab, org, "Leon Ashby's parrot is called Kiwi.", valid_from=T(2019))
+    other = put(fab, org, "Leon Ashby's tortoise is called Shelby.", valid_from=T(2019))  # another attribute
+    second = put(fab, org, "The name of Leon Ashby's parrot is Mango.", valid_from=T(2022))
+    third = put(fab, org, "Leon Ashby's parrot answers to Pip now.", valid_from=T(2024))
+    assert other.decision == "new_branch", other.reason
+    assert (second.decision, second.target_id) == ("contradiction_fork", first.memory_id), second.reason
+    assert (third.decision, third.target_id) == ("contradiction_fork", second.memory_id), third.reason
+    assert fab.current_value("Leon Ashby", "parrot_called", org=org).value == "Pip"
+    assert fab.current_value("Leon Ashby", "parrot_called", org=org, valid_at=T(2020)).value == "Kiwi"
+    assert fab.current_value("Leon Ashby", "parrot_called", org=org, valid_at=T(2023)).value == "Mango"
+    assert [m.value for m in fab.history(third.memory_id, org=org)] == ["Kiwi", "Mango", "Pip"]
+    assert fab.current_value("Leon Ashby", "tortoise_called", org=org).value == "Shelby"
+
+
 @pytest.mark.parametrize("keyed", [True, False])
 def test_the_same_value_at_an_earlier_time_is_history_not_a_duplicate(fab, org, keyed):
     """Issue 15: Contoso from 2024, Fabrikam from 2022, then Contoso from 2020."""

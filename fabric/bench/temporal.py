@@ -22,7 +22,8 @@ Cases (generated from a seed; each case runs in its own org / store):
 Every kind comes in two phrasings. SAME-TEMPLATE cases write every version of a fact in one
 template (only the value changes). REPHRASED cases write each version in another of the
 relation's rephrasings, the way people restate facts: subject and value in other positions,
-passive voice, synonyms of the relation, numbers in words or digits (eight relations, at least
+passive voice, synonyms of the relation, numbers in words or digits (ten relations, two of them outside
+the rule validator's lexicon: a dog's name and a phone number; at least
 four rephrasings each). Both are reported separately.
 
 Anti-cheat (seed 000), checked in code by `check_anti_cheat`: every version is written as if
@@ -109,7 +110,7 @@ class BenchmarkError(FabricError):
 class Relation:
     name: str
     subject_pool: str          # person | company
-    value_pool: str            # company | city | person | plan | film | headcount
+    value_pool: str            # company | city | person | plan | film | headcount | petname | phone
     templates: tuple[str, ...]     # same-template cases: one of these for every version
     rephrasings: tuple[str, ...]   # rephrased cases: each version in another one; {vw}: a number in words
     questions: tuple[str, ...]
@@ -189,6 +190,24 @@ RELATIONS: tuple[Relation, ...] = (
                                        "operations"),
              "Where do most of the people at {s} work?"),
 )
+# Relations the rule validator's lexicon does not know: it must read their restatements by aligning
+# names and values (fabric/placement/align.py).
+RELATIONS += (
+    Relation("pet_name", "person", "petname",
+             ("{s}'s dog is called {v}.", "The name of {s}'s dog is {v}.", "{s} has a dog named {v}."),
+             ("{s}'s dog is called {v}.", "The name of {s}'s dog is {v}.", "{v} is the name of {s}'s dog.",
+              "{s} calls the family dog {v}.", "The dog {s} walks every morning answers to {v}."),
+             ("What is the name of {s}'s dog?", "What is {s}'s dog called?"),
+             ", a {x} with a loud bark", ("beagle", "spaniel", "terrier", "collie", "poodle", "husky"),
+             "What breed is {s}'s dog {v}?"),
+    Relation("phone", "person", "phone",
+             ("{s}'s phone number is {v}.", "The phone number of {s} is {v}.", "{s} can be reached on {v}."),
+             ("{s}'s phone number is {v}.", "You can reach {s} on {v}.", "{v} is the number to call for {s}.",
+              "To get hold of {s}, dial {v}.", "The phone number for {s} is {v}."),
+             ("What is {s}'s phone number?", "Which number reaches {s} by phone?"),
+             ", the {x} line", ("mobile", "office", "home", "direct", "night", "desk"),
+             "Which line is {s}'s number {v}?"),
+)
 REL = {r.name: r for r in RELATIONS}
 
 FIRST = ("Ada", "Bruno", "Celia", "Dmitri", "Elif", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Katya",
@@ -222,6 +241,9 @@ FILMS = ("Paper Harbour", "Copper Skies", "The Salt Road", "Winter Orchard", "Gl
          "Northern Tide", "A House of Kites", "Blue Quarry", "The Ninth Bell", "Cinder Garden", "Silver Marsh",
          "The Long Meadow", "Paper Moons")
 HEADCOUNTS = tuple(str(n) for n in range(120, 990, 35))
+PET_NAMES = ("Biscuit", "Pepper", "Juniper", "Waffles", "Clover", "Pickle", "Ziggy", "Mochi", "Rufus", "Tansy",
+             "Barnaby", "Nutmeg", "Otis", "Saffron")
+PHONES = tuple(f"+44 161 {n:03d} {n * 7 % 1000:03d}" for n in range(110, 990, 37))  # no 4-digit group: no year
 
 EPOCH = datetime(2012, 1, 1, tzinfo=timezone.utc)
 
@@ -337,8 +359,9 @@ class _Names:
         return x
 
     def of(self, pool: str) -> str:
-        if pool in ("plan", "film", "headcount"):
-            return self.pick({"plan": PLANS, "film": FILMS, "headcount": HEADCOUNTS}[pool])
+        if pool in ("plan", "film", "headcount", "petname", "phone"):
+            return self.pick({"plan": PLANS, "film": FILMS, "headcount": HEADCOUNTS, "petname": PET_NAMES,
+                              "phone": PHONES}[pool])
         return {"person": self.person, "company": self.company, "city": self.city}[pool]()
 
 

@@ -55,7 +55,7 @@ def _rel(name: str, words: str, value_first: str | None = None, *, multi: bool =
 
 
 # "X leads / heads / runs Y" (X is the value), but not "heads to Lisbon", "runs for office".
-_LEADS = r"\b(?:leads|heads|runs|running)\b(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an)\b)"
+_LEADS = r"\b(?:leads|heads|runs|running)\b(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an|its business|its operations)\b)"
 
 
 # Order matters only for naming: the first group two sentences share names their attribute.
@@ -115,7 +115,8 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("school", r"\bstud(?:ies|ied|ying) at\b|\bstudent at\b|\benrolled at\b|\bgraduate of\b|\bgraduated from\b"),
     _rel("birthplace", r"\bborn in\b|\bbirthplace\b|\bnative of\b|\bhometown\b"),
     _rel("budget", r"\bbudget\b", numeric=True),
-    _rel("headcount", r"\bemployees\b|\bheadcount\b|\bworkforce\b|\bstaff\b|\bemploys\b|\bon (?:its|the) payroll\b",
+    _rel("headcount", r"\bemployees\b|\bheadcount\b|\bworkforce\b|\bstaff\b|\bemploys\b|\bon (?:its|the) payroll\b"
+                      r"|\bpeople work\b",
          numeric=True),
     _rel("revenue", r"\brevenue\b|\bturnover\b|\bannual sales\b", numeric=True),
     _rel("price", r"\bcosts?\b|\bprice[ds]?\b|\bpriced at\b|\bsells for\b", numeric=True),
@@ -131,7 +132,7 @@ _MULTI = frozenset(r.name for r in RELATIONS if r.multi)
 _LEXICON_NAMES = frozenset(r.name for r in RELATIONS)
 
 # "favourite film" / "loves X more than any other film": one group per kind of thing.
-_FAVOURITE = re.compile(r"\bfavou?rite (\w+)|\bmore than any other (\w+)|\bbest-loved (\w+)|\btop (\w+)"
+_FAVOURITE = re.compile(r"\bfavou?rite (\w+)|\bmore than any other (\w+)|\bbest-loved (\w+)|\btop (?!job\b)(\w+)"
                         r"|\bof all (?:the )?(\w+)|\bthe (\w+) § (?:loves|likes|prefers|enjoys) (?:most|best)\b"
                         r"|\bfavou?rite\b")
 _SAME_THING = {"movie": "film", "films": "film", "movies": "film", "novel": "book", "books": "book", "novels": "book",
@@ -139,14 +140,16 @@ _SAME_THING = {"movie": "film", "films": "film", "movies": "film", "novel": "boo
 
 # ----------------------------------------------------------------------------------------- names
 
-_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|[$€£]?\d(?:[\d,.:]*\d)?(?:\s?(?:%|am|pm))?|[^\W\d_][\w'’-]*|\S")
+_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?(?!\d{4}-\d\d-\d\d\b)(?=(?:-?\d){7})\d{2,4}(?:-\d{2,5}){1,4}\b"
+                    r"|[$€£]?\d(?:[\d,.:]*\d)?(?:\s?(?:%|am|pm))?|[^\W\d_][\w'’-]*|\S")
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9}
 _CURRENCY_WORDS = {"dollars", "dollar", "euros", "euro", "pounds", "usd", "eur", "gbp"}
 # Capitalised at the start of a sentence, or part of a title: grammar, not a name.
 _COMMON = frozenset("""the a an this that these those our their his her its my your since as in on at from after
     before today now currently yesterday recently home billing favourite favorite head when according update
     correction note per following effective starting also both every each all no not there it she he they we
-    for of by with to where who which what new old former latest current main chief you i we""".split())
+    for of by with to where who which what new old former latest current main chief you i we ask call contact
+    email please remember fyi reach dial""".split())
 _SENTENCE_PUNCT = frozenset(':;.!?"“(—–-')
 _TITLES = frozenset("""ceo cfo cto coo cmo chief executive officer dr mr mrs ms prof president chair chairman
     chairwoman director manager founder head hq vp""".split())
@@ -229,7 +232,8 @@ def value_key(text: str) -> str:
 
 
 def _is_name(tok: str) -> bool:
-    return tok[0].isupper() or tok[0].isdigit() or tok[0] in "$€£" or "@" in tok
+    return tok[0].isupper() or tok[0].isdigit() or tok[0] in "$€£" or "@" in tok or tok[:2].startswith("+") \
+        and tok[1:2].isdigit()
 
 
 def names(text: str) -> tuple[Span, ...]:
@@ -263,6 +267,9 @@ def names(text: str) -> tuple[Span, ...]:
                 close()  # a possessive ends the name
         elif run and low in _SCALE and run[-1][2].lstrip("$€£")[:1].isdigit() or run and low in _CURRENCY_WORDS:
             run.append((s, e, tok))  # "2 million", "20 dollars"
+        elif run and low in ("of", "the", "and") and run[0][2] in ("A", "An", "The") and run[0][0] > 0 \
+                and nxt[:1].isupper():
+            run.append((s, e, tok))  # a title mid-sentence: "names A House of Kites as a favourite film"
         else:
             close()
     close()
@@ -313,7 +320,7 @@ def _project(text: str, own: tuple[Span, ...], other: tuple[Span, ...]) -> tuple
     folded = text.casefold()
     extra: list[Span] = []
     for sp in other:
-        if sp.number or any(sp.key == o.key for o in own):
+        if sp.number or sp.text.casefold() not in folded or any(sp.key == o.key for o in own):
             continue
         for m in re.finditer(r"(?<!\w)" + re.escape(sp.text.casefold()) + r"(?!\w)", folded):
             if not any(m.start() < o.end and o.start < m.end() for o in (*own, *extra)):
@@ -418,9 +425,13 @@ def _linked(masked: str, pa: int, pb: int, covered: list[tuple[int, int, str]]) 
 # Light verbs people restate a fact with ("switched to the Scale plan", "is located in Vilnius").
 _LINKING = frozenset("""moved switched located situated holds holding answers joined hired relocated transferred
     changed upgraded downgraded promoted elected stays staying sits living registered chose chosen picked
-    selected succeeded succeeds replaced replacing given gets got received""".split())
+    selected succeeded succeeds replaced replacing given gets got received numbers totals runs held business operations""".split())
 _AUXILIARIES = frozenset("does do did doesn't don't didn't will would can could may might should must shall "
                          "isn't wasn't".split())
+
+
+# "X's top job, CEO, is held by Y": the role in X, not another entity.
+_ROLE_WORDS = frozenset("top job role post position seat".split())
 
 
 def _whose(masked: str, subject: Span, at: int, covered: list[tuple[int, int, str]]) -> str:
@@ -430,7 +441,7 @@ def _whose(masked: str, subject: Span, at: int, covered: list[tuple[int, int, st
         for m in re.finditer(r"§|[a-z][a-z'-]*", masked[at + 3:]):
             if m.group() == "§" or _covered(covered, at + 3 + m.start()):
                 return ""
-            if m.group() not in _STOP and m.group() not in _ADJECTIVES:
+            if m.group() not in _STOP and m.group() not in _ADJECTIVES and m.group() not in _ROLE_WORDS:
                 return m.group()
         return ""
     m = re.search(r"([a-z][a-z'-]*)\s+(?:of|for)\s+$", masked[:at])
@@ -456,10 +467,12 @@ def extract(text: str, other: str | None = None) -> Fact | None:
     """The sentence's triple, or None when its attribute is not in the lexicon or its names are
     not clear. `other`: a sentence it is compared with, whose names are looked for here in any case.
     Cached per sentence: a neighbour's text is read once, however many writes it is compared with."""
-    text = unicodedata.normalize("NFKC", text)
+    from .align import canonical  # numbers, times and phone numbers written one way ("twelve" -> 12)
+
+    text = canonical(text)
     if other is None or len(_names(text)) >= 2:
         return _extract(text, ())
-    return _extract(text, _names(unicodedata.normalize("NFKC", other)))
+    return _extract(text, _names(canonical(other)))
 
 
 @lru_cache(maxsize=16384)
@@ -521,6 +534,8 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
         subject, value = b, a
     else:
         subject, value = a, b
+    if subject.number and not value.number and any(r.numeric for r in rels):
+        subject, value = value, subject  # "400 people work at Driftwood Studios"
     if subject.number:
         return None
     dated = any(w in _MONTHS for w in value.key.split()) or bool(re.search(r"\d", value.text))

@@ -1,20 +1,25 @@
 """The local, deterministic validator: keys first, then the facts sentences state, then sentence
 frames, then similarity.
 
-It reads the structured key when the write has one. Without keys, it reads the (subject, relation,
-value) each sentence states (facts.py: names, a relation lexicon of synonym groups, grammatical
-roles) and compares the write's with each neighbour's: the same subject and relation with the same
-value is a duplicate (or a child update with more detail), with another value a contradiction;
-another subject or attribute keeps that neighbour out of the rest. A decision on a text-only write
-carries the key its sentence states. Sentences it cannot read fall back to word sequences
-("frames") of close neighbours:
+It reads the structured key when the write has one (the same key and value restated with added
+detail is a child update: `adds_detail`). Without keys, it reads the (subject, relation, value)
+each sentence states (facts.py: names, a relation lexicon of synonym groups, grammatical roles) and
+compares the write's with each neighbour's: the same subject and relation with the same value is a
+duplicate (or a child update with more detail), with another value a contradiction; another
+subject or attribute keeps that neighbour out of the rest. Where the lexicon does not read both
+sentences, their names and values are aligned instead (align.py: relations no word list names,
+compared by stemmed words and the real embedding model), and the alignment's structural guards
+(a qualifier or noun swapped in one frame, a relative, another unit, "also") overrule a lexicon
+contradiction. A decision on a text-only write carries the key its sentence states. Sentences
+neither reads fall back to word sequences ("frames") of close neighbours:
 - the same words                                  -> duplicate
 - the old words, in order, plus more              -> child update (added detail), or a
   contradiction when what is added is a negation ("is open" -> "is not open")
-- the same frame with one span swapped in a value position -> contradiction (a changed value):
+- for keyed writes only, the same frame with one span swapped in a value position -> contradiction:
   the span ends the sentence or sits in its second half, or it follows the sentence's leading
   name and a word of the frame and holds a name or number on both sides
-  ("Meridian Bio has Jonathan Hale as its CEO" -> "... has Priya Nair as its CEO")
+  ("Meridian Bio has Jonathan Hale as its CEO" -> "... has Priya Nair as its CEO"); for text the
+  alignment reads values ("has a spa" -> "has a rooftop bar" is no correction)
 - the same names and numbers, high similarity     -> duplicate (a paraphrase), unless one text
   negates and the other does not, or the two hold the same words in another order (a role
   swap: "A reports to B" / "B reports to A")
@@ -26,10 +31,11 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Sequence
 
+from .align import Aligned, clauses, compare_aligned, read, relation_similarity, single_key
 from .facts import Fact, compare, extract, keyable, shared_relation, value_key
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
 
@@ -133,6 +139,39 @@ def single_substitution(old: list[str], new: list[str]) -> tuple[int, int, int, 
     return i1, i2, j1, j2
 
 
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """What two sentences were found to say about one fact, however it was read."""
+
+    subject: str
+    relation: str
+    old_value: str
+    new_value: str
+    how: str                      # "lexicon" or the alignment's reason
+    keyable: bool                 # may the new version carry the key
+    negated: bool = False
+    fact: Fact | None = None      # the new sentence's fact, when the lexicon read it
+
+    @classmethod
+    def from_facts(cls, old: Fact, new: Fact) -> "Statement":
+        return cls(old.subject, shared_relation(old, new) or new.relation, old.value, new.value, "lexicon",
+                   keyable(new), new.negated, new)
+
+    @classmethod
+    def from_alignment(cls, aligned: Aligned, c: Candidate) -> "Statement":
+        relation = c.relation if c.subject and normalise(c.subject) == normalise(aligned.subject) and c.relation \
+            else aligned.relation
+        # no shared name (a subject in lower-case words: "the billing service"): no key
+        return cls(aligned.subject, relation, aligned.old_value, aligned.new_value, aligned.why, bool(aligned.subject))
+
+    def key(self, near: Candidate) -> tuple[str, str]:
+        if self.fact is not None:
+            return canonical_key(self.fact, near, self.relation, spelled=self.subject)
+        if near.subject and near.relation and normalise(near.subject) == normalise(self.subject):
+            return near.subject, near.relation
+        return self.subject, self.relation
+
+
 class RuleValidator:
     name = "rule"
     model = None
@@ -167,37 +206,51 @@ class RuleValidator:
 
     def _by_fact(self, write: IncomingWrite, near: Sequence[Candidate]
                  ) -> tuple[Decision | None, set[uuid.UUID]]:
-        """Compare the (subject, relation, value) read from the write with each neighbour's. Returns a
+        """Compare the (subject, relation, value) read from the write with each neighbour's: by the lexicon
+        where it reads both sentences, else by aligning their names and values (align.py). Returns a
         decision, if a neighbour states the same fact, and the neighbours that state another one."""
-        found: list[tuple[str, Candidate, Fact, Fact]] = []
+        found: list[tuple[str, Candidate, Statement]] = []
         separate: set[uuid.UUID] = set()
         for c in near:
-            new, old = extract(write.content, c.content), extract(c.content, write.content)
-            if new is None or old is None:
-                continue
-            verdict = compare(old, new)
+            verdict, stated = self._compare(c, write)
             if verdict == "separate":
                 separate.add(c.id)
-            elif verdict != "unknown":
-                found.append((verdict, c, old, new))
+            elif verdict != "unknown" and stated is not None:
+                found.append((verdict, c, stated))
         if not found:
             return None, separate
         rank = {"duplicate": 0, "child_update": 1, "contradiction_fork": 2}
-        verdict, c, old, new = min(found, key=lambda f: (rank[f[0]], -f[1].valid_from.timestamp(), -f[1].similarity))
-        subject, relation = canonical_key(new, c, shared_relation(old, new) or new.relation, spelled=old.subject)
-        what = f"({subject}, {relation})"
+        verdict, c, st = min(found, key=lambda f: (rank[f[0]], -f[1].valid_from.timestamp(), -f[1].similarity))
+        subject, relation = st.key(c)
+        what = f"({subject}, {relation})" if subject else f"({relation})"
         if verdict == "duplicate":
-            return Decision("duplicate", c.id, f"the same fact {what} = {new.value!r}, reworded", 0.85,
-                            self.name), separate
+            return Decision("duplicate", c.id, f"the same fact {what} = {st.new_value!r}, reworded ({st.how})",
+                            0.85, self.name), separate
         if verdict == "child_update":  # the parent holds the key: a detail valid from later must not take it over
-            return Decision("child_update", c.id, f"the same fact {what} = {new.value!r}, with more detail", 0.8,
-                            self.name), separate
-        keys = dict(subject=subject, relation=relation, value=new.value) if keyable(new) else {}
-        if new.negated:
-            return Decision("contradiction_fork", c.id, f"the fact {what} = {old.value!r} is negated", 0.75,
+            return Decision("child_update", c.id, f"the same fact {what} = {st.new_value!r}, with more detail "
+                            f"({st.how})", 0.8, self.name), separate
+        keys = dict(subject=subject, relation=relation, value=st.new_value) if st.keyable else {}
+        if st.negated:
+            return Decision("contradiction_fork", c.id, f"the fact {what} = {st.old_value!r} is negated", 0.75,
                             self.name), separate
         return Decision("contradiction_fork", c.id, f"the same fact {what} restated with another value: "
-                        f"{old.value!r} -> {new.value!r}", 0.85, self.name, **keys), separate
+                        f"{st.old_value!r} -> {st.new_value!r} ({st.how})", 0.85, self.name, **keys), separate
+
+    def _compare(self, c: Candidate, write: IncomingWrite) -> tuple[str, "Statement | None"]:
+        """The lexicon's verdict where it reads both sentences; the alignment's where it does not, and the
+        alignment's structural guards over the lexicon (a qualifier swapped, a relative, another unit)."""
+        new, old = extract(write.content, c.content), extract(c.content, write.content)
+        verdict = compare(old, new) if new is not None and old is not None else "unknown"
+        if verdict == "separate":
+            return verdict, None
+        aligned = compare_aligned(c.content, write.content, relation_similarity, c.similarity)
+        if verdict != "unknown":
+            if verdict == "contradiction_fork" and aligned.veto:
+                return "separate", None
+            if verdict == "duplicate" and adds_detail(c.content, write.content):
+                verdict = "child_update"  # ", for its soundtrack": one detail word, in a clause of its own
+            return verdict, Statement.from_facts(old, new)
+        return aligned.verdict, Statement.from_alignment(aligned, c)
 
     def _by_key(self, write: IncomingWrite, new_words: list[str], keyed: Sequence[Candidate]) -> Decision | None:
         differing = [c for c in keyed if c.value is not None and value_key(c.value) != value_key(write.value or "")]
@@ -207,7 +260,7 @@ class RuleValidator:
                             f"same key ({write.subject}, {write.relation}) with a different value: "
                             f"{target.value!r} -> {write.value!r}", 0.95, self.name)
         for c in sorted(keyed, key=lambda c: -c.similarity):
-            if is_extension(words(c.content), new_words):
+            if is_extension(words(c.content), new_words) or adds_detail(c.content, write.content):
                 return Decision("child_update", c.id, "same key and value; the text adds detail", 0.85, self.name)
         target = max(keyed, key=lambda c: c.similarity)
         return Decision("duplicate", target.id,
@@ -223,7 +276,7 @@ class RuleValidator:
             if negates(write.content) and not negates(c.content):  # "... is open" -> "... is not open"
                 return Decision("contradiction_fork", c.id, "the same statement, negated", 0.7, self.name)
             return Decision("child_update", c.id, "extends the existing memory with more detail", 0.8, self.name)
-        sub = single_substitution(old_words, new_words)
+        sub = single_substitution(old_words, new_words) if write.keyed else None  # text: the alignment reads values
         other_key = (write.keyed and c.subject is not None
                      and (normalise(c.subject), c.relation) != (normalise(write.subject or ""), write.relation))
         if sub is not None and not other_key:  # a different structured key is another fact, not a correction
@@ -242,6 +295,22 @@ class RuleValidator:
             return Decision("duplicate", c.id, f"paraphrase (similarity {c.similarity:.2f}, same names and numbers)",
                             0.7, self.name)
         return None
+
+
+def adds_detail(old_text: str, new_text: str) -> bool:
+    """Does a restatement of the same fact (same key and value) add detail, in whatever words it restates
+    it: two or more content words besides the relation's ("... as a data engineer"), a name or number the
+    old text lacks, or a clause of its own (", for its soundtrack")?"""
+    old, new = extract(old_text), extract(new_text)
+    if old is not None and new is not None and len(new.detail - old.detail) >= 2:
+        return True
+    ro, rn = read(old_text, new_text), read(new_text, old_text)
+    if {a.key for a in rn.anchors} - {a.key for a in ro.anchors}:
+        return True
+    added = set(rn.words) - set(ro.words)
+    if (old is None or new is None) and len(added) >= 2 and len(rn.words) >= len(ro.words) + 2:
+        return True  # the lexicon does not read them: more words, and two of them new
+    return clauses(rn) > clauses(ro) and bool(added)
 
 
 def _span(text: str, start: int, end: int) -> str:
@@ -277,6 +346,10 @@ def with_text_keys(write: IncomingWrite, decision: Decision, candidates: Sequenc
         return decision
     target = next((c for c in candidates if c.id == decision.target_id), None)
     fact = extract(write.content, target.content if target else None)
+    if fact is None or fact.loose and not (fact.lexical or fact.negated or fact.past):
+        # outside the lexicon: a key only where the grammar marks the subject
+        key = single_key(write.content)
+        return replace(decision, subject=key[0], relation=key[1], value=key[2]) if key else decision
     if not keyable(fact):
         return decision
     subject, relation = canonical_key(fact, target, fact.relation)

@@ -1,0 +1,635 @@
+"""Same fact or not, for any relation: align two sentences' names and values, then compare what is left.
+
+The lexicon (facts.py) reads the relations it knows. This reads the rest, with no word list of
+relations, so a relation nobody wrote down ("Leon Ashby's parrot is called Kiwi", "the billing
+service runs on Python 3.10") is still recognised when it is restated:
+
+1. Anchors: the names and numbers of each sentence (facts.names), after writing numbers one way
+   ("twelve" -> 12, "forty-two thousand" -> 42000, "555-0177" = "555 0177", "8 am" = "8:00 in the
+   morning" = 08:00), and the other sentence's names found in any case ("the payments team").
+2. Alignment: anchors in both sentences are the subject; one anchor in each that differs is the
+   value; a number's unit ("14 delivery vans", "18 euros") must agree.
+3. Relation: the words left when anchors, grammar words and words of change ("now", "moved",
+   "raised") are taken out, stemmed. The same words are the same attribute; otherwise the two masked
+   sentences must be close in meaning by the real embedding model (`similarity`, cached per phrase).
+4. Guards (when unsure, another fact): no shared anchor (name twins "Kenji Mori" / "Kenji Morita",
+   sister products "Helix API" / "Helix SDK"), a role swap ("A reports to B" / "B reports to A"), a
+   relative ("X's son attends ..."), "also" / "another" or a verb of many values ("has", "visited",
+   "speaks") with a changed name, a qualifier on one side only ("guest wifi password"), a negation
+   on one side only.
+
+Pure functions of the two texts plus the similarity callable: deterministic."""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from functools import lru_cache
+from typing import Callable, Literal
+
+import numpy as np
+
+from .facts import Span, _names as names, _project, number_key
+
+# ------------------------------------------------------------------------------ numbers written one way
+
+_UNITS = {w: i for i, w in enumerate("""zero one two three four five six seven eight nine ten eleven twelve
+    thirteen fourteen fifteen sixteen seventeen eighteen nineteen""".split())}
+_TENS = {w: 10 * i for i, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()) if i > 1}
+_MULTIPLIERS = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+_NUMBER_WORD = "|".join([*_UNITS, *_TENS, *_MULTIPLIERS, "and", "a"])
+_NUMBER_PHRASE = re.compile(rf"\b(?:{'|'.join([*_UNITS, *_TENS])})(?:[\s-]+(?:{_NUMBER_WORD}))*\b", re.IGNORECASE)
+
+
+def _words_to_number(phrase: str) -> tuple[int, int] | None:
+    """'forty-two thousand' -> (42000, words used); stops at the first word that is no number word."""
+    total, current, used = 0, 0, 0
+    parts = re.split(r"[\s-]+", phrase.lower())
+    for i, w in enumerate(parts):
+        if w in _UNITS:
+            current += _UNITS[w]
+        elif w in _TENS:
+            current += _TENS[w]
+        elif w == "hundred":
+            current = max(current, 1) * 100
+        elif w in ("thousand", "million"):
+            total += max(current, 1) * _MULTIPLIERS[w]
+            current = 0
+        elif w == "and" and i + 1 < len(parts) and (parts[i + 1] in _UNITS or parts[i + 1] in _TENS):
+            continue
+        else:
+            break
+        used = i + 1
+    return (total + current, used) if used else None
+
+
+def _spell_numbers(text: str) -> str:
+    def sub(m: re.Match[str]) -> str:
+        got = _words_to_number(m.group())
+        if got is None:
+            return m.group()
+        value, used = got
+        rest = re.split(r"([\s-]+)", m.group())[2 * used:]  # the words after the number, with their separators
+        return str(value) + "".join(rest)
+    return _NUMBER_PHRASE.sub(sub, text)
+
+
+_PHONE = re.compile(r"(?<![\w.])\+?\d{2,4}(?:[ .-]\d{2,5}){1,4}(?!\w|[.:]\d)")
+_CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d\d))?\s*(?:(a\.m\.|p\.m\.|am|pm)(?!\w)|o'clock\b|(?=\s+in the (morning|afternoon"
+                    r"|evening)\b)|(?=\s+at night\b))", re.IGNORECASE)
+_BARE_CLOCK = re.compile(r"\b(\d{1,2}):(\d\d)\b")
+_DAY_PART = re.compile(r"(\d\d:\d\d)\s+(?:in the (?:morning|afternoon|evening)|at night)\b", re.IGNORECASE)
+
+
+def _clock(m: re.Match[str]) -> str:
+    hour, minute = int(m.group(1)), int(m.group(2) or 0)
+    after = m.string[m.end():m.end() + 30].lower()
+    pm = (m.group(3) or "").lower().startswith("p") or re.match(r"\s+(?:in the (?:afternoon|evening)|at night)",
+                                                                 after) is not None
+    if pm and hour < 12:
+        hour += 12
+    if hour > 23 or minute > 59:
+        return m.group()
+    return f"{hour:02d}:{minute:02d}"
+
+
+_ISO_DATE = re.compile(r"\d{4}-\d\d-\d\d")
+_THERE = re.compile(r"\b((?:at|in)\s+(?:[A-Z][\w&'.-]*)(?:\s+[A-Z][\w&'.-]*)*)\s*([:;,–—-])(.*?)\bthere\b")
+
+
+@lru_cache(maxsize=16384)
+def canonical(text: str) -> str:
+    """The sentence with numbers, times and phone numbers written one way (NFKC first)."""
+    t = unicodedata.normalize("NFKC", text).replace("’", "'")
+    t = re.sub(r"\bhalf past (\w+)", r"\1:30", t, flags=re.IGNORECASE)
+    t = re.sub(r"\b(noon|midday)\b", "12:00", t, flags=re.IGNORECASE)
+    t = re.sub(r"\bmidnight\b", "00:00", t, flags=re.IGNORECASE)
+    t = _spell_numbers(t)
+    # "Ask anyone at Ostara Labs: Ada works there" -> "Ask anyone: Ada works at Ostara Labs"
+    t = _THERE.sub(lambda m: f"{m.group(2)}{m.group(3)}{m.group(1).split()[0]} {m.group(1).split(None, 1)[1]}", t)
+    t = re.sub(r"\s*°\s*[CF]\b|°", " degrees", t)
+    t = re.sub(r"\s*(?:per ?cent|percent)\b", "%", t, flags=re.IGNORECASE)
+    t = _PHONE.sub(lambda m: re.sub(r"[ .-]", "-", m.group()) if len(re.sub(r"\D", "", m.group())) >= 7
+                   and not _ISO_DATE.fullmatch(m.group()) else m.group(), t)  # "555 0177" -> "555-0177": one token
+    t = _CLOCK.sub(_clock, t)
+    t = _BARE_CLOCK.sub(lambda m: f"{int(m.group(1)):02d}:{m.group(2)}" if int(m.group(1)) < 24 else m.group(), t)
+    return _DAY_PART.sub(r"\1", t)
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+_STOP = frozenset("""a an the is are was were be been being has have had of in on at to for by with as and or but
+    its it it's his her their our my your this that which who whom whose what where when there here than so then
+    very also still any all some each every both either do does did can could will would shall should may might
+    must just only about into from up out off over under per via s 'd 'll 're 've i we you he she they them us
+    me him one ones""".split())
+# Words that tell a value changed, not which attribute: "moved to", "now", "raised its price to".
+_CHANGE = frozenset("""now new newly changed change changes moved move moves switched switch updated update
+    since currently these days nowadays anymore raised lowered increased decreased dropped grew grown slipped
+    pushed promoted became become becomes replaced replacing instead latest recently today lately longer passed
+    went gone has been set reset sold bought officially effective starting renamed transferred shifted upgraded downgraded
+    rewritten changed""".split())
+# "X's son attends ...", "X's husband works at ...": the fact is about someone else.
+_RELATIVES = frozenset("""son daughter child children kid kids wife husband spouse partner sister brother sibling
+    mother father mom mum dad parent parents grandmother grandfather aunt uncle cousin niece nephew friend
+    boss deputy assistant colleague neighbour neighbor fiance fiancee girlfriend boyfriend team-mate""".split())
+# A subject holds several values of these at once: a new name is another fact, not a correction.
+_MANY = re.compile(r"\b(?:visited|visits|speaks|speak|plays|play|collects|owns|includes?|available on|member of"
+                   r"|ha(?:s|ve) an? (?![\w-]+ (?:named|called)\b)"  # but "has a dog named Ziggy": its name
+                   r"|supports|offers|serves|sells|stocks|attends?|friends with)\b")
+_ALSO = re.compile(r"\b(?:also|another|too|as well|additional)\b")  # said outright: one more value
+_NEGATION = re.compile(r"\b(?:not|no longer|never|none|neither|nor|without)\b|n't\b")
+_ACTIVITY = re.compile(r"\b(?:is|are|am|was|were)\s+(?:\w+ly\s+)?(?!being\b)\w{3,}ing\b")
+# Simple past right after a name: an event ("X presented ...", "X asked Y ..."); each is a fact of its own.
+# Verbs of change ("moved", "raised", "sold") state a new value instead (see _CHANGE).
+_EVENT_VERB = re.compile(r"(?:[a-z]{3,}ed|told|took|gave|met|went|made|sent|wrote|bought|left|found|built|won|lost"
+                         r"|ran|saw|spoke|brought|taught|paid|held|drove|flew|ate|read|gave|began|chose)$")
+
+
+def _event(text: str, anchors: tuple[Anchor, ...]) -> bool:
+    for a in anchors:
+        m = re.match(r"\s+(?:(?:also|then|just|recently|finally|once)\s+)?([a-z]+)\b", text[a.end:])
+        if m and _EVENT_VERB.match(m.group(1)) and m.group(1) not in _CHANGE:
+            return True
+    return False
+
+
+_CLAUSE = re.compile(r"[,;]|\b(?:and|but|with|who|which|while|because|although)\b")
+_WORD = re.compile(r"[a-z][a-z'-]*")
+
+
+def stem(word: str) -> str:
+    """A crude English stem, enough to equate 'prefers' / 'preferred', 'owner' / 'owns' / 'ownership',
+    'quarter' / 'quarterly', 'allergic' / 'allergy', 'services' / 'service'."""
+    w = word.lower().removesuffix("'s").strip("'-")
+    if w.endswith("ies") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif re.search(r"(?:ch|sh|x|z|ss)es$", w):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")) and len(w) > 3:
+        w = w[:-1]
+    for _ in range(2):
+        for suffix in ("ship", "ing", "ed", "er", "ly", "ure", "ic", "y", "e"):
+            if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+                w = w[: -len(suffix)]
+                if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "lsaeiou":
+                    w = w[:-1]  # "planned" -> "plann" -> "plan"
+                break
+    return w
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    key: str          # compared form
+    kind: str         # "name" | "number" | "time"
+    unit: str | None  # a number's unit stem ("van", "money"), if it says one
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    text: str                      # canonical, lower-case
+    anchors: tuple[Anchor, ...]
+    words: tuple[str, ...]         # relation and detail stems outside the anchors, in order (no change words)
+    negated: bool
+    many: bool                     # a verb of many values, or an activity ("is mentoring")
+    also: bool                     # "also", "another": one more value, said outright
+    event: bool                    # tells what someone did ("X presented the roadmap to Y"), not a state
+    relatives: frozenset[str]
+
+
+_TIME = re.compile(r"\d\d:\d\d")
+_CURRENCY = re.compile(r"[$€£]|\b(?:dollars?|euros?|pounds?|usd|eur|gbp)\b", re.IGNORECASE)
+_COPULA_AFTER = re.compile(r"\s+(?:is|was|are|were|'s|remains|has been|will be)\b")
+
+
+_DATE_WORD = re.compile(r"\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|january|february|march|april|may|june|july"
+                        r"|august|september|october|november|december)", re.IGNORECASE)
+
+
+def _kind(span: Span) -> str:
+    """What sort of value: its sort alone says much of the attribute (a phone number, an e-mail, a time)."""
+    if _TIME.fullmatch(span.text):
+        return "time"
+    if "@" in span.text:
+        return "email"
+    if re.fullmatch(r"\+?\d[\d-]{5,}\d", span.text) and len(re.sub(r"\D", "", span.text)) >= 7:
+        return "phone"
+    if _DATE_WORD.match(span.text):
+        return "date"
+    return "number" if span.number else "name"
+
+
+# Units of one dimension measure one attribute ("30 seconds" -> "two minutes"); other nouns count other things.
+_DIMENSIONS = {**{stem(w): "time" for w in "second seconds minute minutes hour hours day days week weeks month months"
+                  " year years".split()},
+               **{stem(w): "length" for w in "mm cm metre metres meter meters km kilometres miles mile feet foot inch"
+                  " inches".split()},
+               **{stem(w): "weight" for w in "g gram grams kg kilo kilos kilograms pound pounds lb lbs".split()}}
+
+
+def _dimension(unit: str) -> str:
+    return _DIMENSIONS.get(unit, unit)
+
+
+def _unit(text: str, span: Span) -> str | None:
+    if _CURRENCY.search(span.text) or _CURRENCY.match(text[span.end:].lstrip()):
+        return "money"
+    m = re.match(r"\s*(?:%|[a-z][a-z-]*)", text[span.end:])
+    if m is None:
+        return None
+    word = m.group().strip()
+    return None if word in _STOP or word in _CHANGE else stem(word)
+
+
+_CALENDAR = re.compile(r"\b(?:(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?|January|February|March|April|May|June|July"
+                       r"|August|September|October|November|December)(?:\s+\d{1,2}(?:st|nd|rd|th)?\b)?"
+                       r"|\b(?:1[89]|20)\d\d\b")
+
+
+_STATEMENT_TIME = re.compile(r"\b(?:since|from|until|till|as of|starting|effective|through)\s+$", re.IGNORECASE)
+
+
+def _calendar(text: str, spans: tuple[Span, ...]) -> tuple[Span, ...]:
+    """Days, months and years facts.names leaves out as times of the statement: here they may be the value
+    ("the review is on Tuesdays" -> "every Thursday")."""
+    extra = []
+    for m in _CALENDAR.finditer(text):
+        if any(m.start() < sp.end and sp.start < m.end() for sp in spans) or _STATEMENT_TIME.search(text[:m.start()]):
+            continue  # "Since March, ..." is when the statement holds, not a value
+        key = re.sub(r"days?\b", "day", m.group().lower())
+        extra.append(Span(m.start(), m.end(), m.group(), key, False, m.group().isdigit()))
+    return tuple(sorted((*spans, *extra), key=lambda sp: sp.start))
+
+
+@lru_cache(maxsize=16384)
+def _spans(text: str) -> tuple[tuple[Span, ...], Span | None]:
+    """facts.names of a canonical sentence, and a capitalised first word that may be grammar ("Call the
+    clinic", "Passwords must ...", "Orders under ..."), unless it is what the sentence is about ("Linear is
+    what the team uses")."""
+    spans = names(text)
+    first = spans[0] if spans else None
+    lead = re.match(r"[A-Z][a-z]+\s+(?=\d)", first.text) if first is not None and first.start == 0 else None
+    if lead and not _COPULA_AFTER.match(text[first.end:]):  # "Locker 214 belongs to ...": the number is the name
+        rest = first.text[lead.end():]
+        number = number_key(rest)
+        first = Span(first.start + lead.end(), first.end, rest, number or rest.casefold(), first.possessive,
+                     number is not None)
+        spans = (first, *spans[1:])
+    doubtful = first is not None and not text[:first.start].strip() and " " not in first.text \
+        and not first.number and not first.possessive and not _COPULA_AFTER.match(text[first.end:])
+    return spans, first if doubtful else None
+
+
+def _own_names(text: str, other: str) -> tuple[Span, ...]:
+    """The sentence's names; a doubtful first word only when the other sentence capitalises it too."""
+    spans, doubtful = _spans(text)
+    if doubtful is None or re.search(r"(?<![\w.])" + re.escape(doubtful.text) + r"(?!\w)", other):
+        return spans
+    return spans[1:]
+
+
+@lru_cache(maxsize=16384)
+def read(text: str, other: str = "") -> Reading:
+    """A sentence's anchors and relation words; `other`: a sentence it is compared with (whose names are
+    looked for here in any case). Cached per sentence and set of names: a neighbour is read once."""
+    t, o = canonical(text), canonical(other) if other else ""
+    own = _own_names(t, o)
+    spans = _project(t, own, _own_names(o, t)) if o else own
+    return _read(t, spans)
+
+
+def _anchor(t: str, sp: Span) -> Anchor:
+    kind = _kind(sp)
+    unit = _unit(t, sp) if kind == "number" else None
+    end = sp.end
+    if unit in _DIMENSIONS:  # "40 minutes" is the value, not a number and a word of the relation
+        end = sp.end + re.match(r"\s*[a-z]+", t[sp.end:].lower()).end()
+    return Anchor(sp.key, kind, unit, sp.start, end)
+
+
+@lru_cache(maxsize=16384)
+def _read(t: str, spans: tuple[Span, ...]) -> Reading:
+    anchors = tuple(_anchor(t, sp) for sp in _calendar(t, spans))
+    low = t.lower()
+    masked = list(low)
+    for a in anchors:
+        masked[a.start:a.end] = " " * (a.end - a.start)
+    rest = "".join(masked)
+    tokens = [w.removesuffix("'s").removesuffix("'") for w in _WORD.findall(rest)]
+    words = tuple(stem(w) for w in tokens if w not in _STOP and w not in _CHANGE and len(w) > 1)
+    return Reading(low, anchors, words, _NEGATION.search(rest) is not None,
+                   _MANY.search(rest) is not None or _ACTIVITY.search(rest) is not None,
+                   _ALSO.search(rest) is not None, _event(low, anchors),
+                   frozenset(w for w in tokens if w in _RELATIVES))
+
+
+# ---------------------------------------------------------------------------------------- comparing
+
+Verdict = Literal["duplicate", "child_update", "contradiction_fork", "separate", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class Aligned:
+    verdict: Verdict
+    why: str
+    subject: str = ""
+    old_value: str = ""
+    new_value: str = ""
+    relation: str = ""   # a name for the attribute, from the old sentence's words ("name_parrot")
+    veto: bool = False   # a structural reason that overrules the lexicon (a qualifier swap, a relative, a unit)
+
+
+def _tokens(r: Reading, shared: set[str]) -> list[str]:
+    """The sentence's words with the subject as 'X', any other anchor as 'Y', and no words of change."""
+    out, at = [], 0
+    for a in r.anchors:
+        out += _WORD.findall(r.text[at:a.start])
+        out.append("X" if a.key in shared else "Y")
+        at = a.end
+    out += _WORD.findall(r.text[at:])
+    return [w for w in out if w not in _CHANGE]
+
+
+def _phrase(r: Reading, shared: set[str], content: bool = True) -> str:
+    """What the relation looks like: in its content words ("X parrot called Y" for "X's parrot is called
+    Y") to tell attributes apart, all its words to tell a rewording."""
+    return " ".join(w for w in _tokens(r, shared) if not content or w not in _STOP)
+
+
+def _swap(old: Reading, new: Reading, shared: set[str]) -> tuple[str, bool] | None:
+    """The same frame with one content word (or two) swapped for another. Returns the swap and whether it
+    names another thing: a modifier of the same noun ("a day pass" / "a monthly pass", "shoe size" /
+    "glove size") or the noun itself ("X's parrot is called" / "X's tortoise is called") -- another
+    attribute; otherwise the predicate changed ("is open until" / "closes at", "written in" / "deployed
+    on"), which may be a rewording."""
+    a, b = _tokens(old, shared), _tokens(new, shared)
+    ops = [op for op in SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "replace":
+        return None
+    _, i1, i2, j1, j2 = ops[0]
+    gone, came = [w for w in a[i1:i2] if w not in _STOP], [w for w in b[j1:j2] if w not in _STOP]
+    if not gone or not came or len(gone) > 2 or len(came) > 2 or {stem(w) for w in gone} == {stem(w) for w in came}:
+        return None
+    if "X" in a[i1:i2] + b[j1:j2] or "Y" in a[i1:i2] + b[j1:j2]:
+        return None
+    frame = [w for w in a[:i1] + a[i2:] if w not in _STOP and w not in ("X", "Y")]
+    if not frame:
+        return None  # nothing else in common: a rewording ("lives in" / "is based in")
+    after = a[i2] if i2 < len(a) else ""
+    before = a[i1 - 1] if i1 else ""
+    noun = (after not in _STOP and after not in ("X", "Y", "")) or before in _DETERMINERS
+    return f"{' '.join(gone)} / {' '.join(came)}", noun
+
+
+_DETERMINERS = frozenset("the a an its his her their our my your s".split())
+
+
+def _qualified(old: Reading, new: Reading, shared: set[str]) -> str | None:
+    """The same frame with content words added on one side only, inside it ("the office wifi password" /
+    "the office guest wifi password"): a narrower attribute, not a restatement."""
+    a, b = _tokens(old, shared), _tokens(new, shared)
+    ops = [op for op in SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] not in ("insert", "delete"):
+        return None
+    _, i1, i2, j1, j2 = ops[0]
+    added = [w for w in a[i1:i2] + b[j1:j2] if w not in _STOP]
+    inside = 0 < i1 < len(a) and 0 < j1 < len(b)
+    return " ".join(added) if added and inside and "X" not in added and "Y" not in added else None
+
+
+_COPULA = re.compile(r"\s+(?:(?:now|also|still|currently|then)\s+)?(?:is|was|are|were|remains|has been|will be|'s)\b")
+
+
+def _acts(r: Reading, anchor: Anchor, shared: set[str]) -> bool:
+    """Does this name come before the names both sentences share, as the doer of a verb ("Milo calls the
+    family dog Biscuit", "The dog Milo walks ... answers to Biscuit")? Then it is the subject, not a value: a
+    value that leads is followed by "is" ("Node 20 is what the repo runs on")."""
+    first_shared = min((x.start for x in r.anchors if x.key in shared), default=-1)
+    return anchor.start < first_shared and _COPULA.match(r.text[anchor.end:]) is None \
+        and not r.text[anchor.end:].startswith(("'", ","))
+
+
+def _possessed(r: Reading, anchor: Anchor) -> bool:
+    """"Quentin's dog ...": a possessive name is what the sentence is about."""
+    return r.text[anchor.end:anchor.end + 2] in ("'s", "' ")
+
+
+_SUBJECT_MARK = re.compile(r"\b(?:of|for)\s+(?:the\s+)?$")
+
+
+def _marked(r: Reading, anchor: Anchor) -> bool:
+    """Does the grammar mark this name as what the sentence is about: "X's ...", "the owner of X"?"""
+    return r.text[anchor.end:anchor.end + 2] in ("'s", "' ") or _SUBJECT_MARK.search(r.text[:anchor.start]) is not None
+
+
+def clauses(r: Reading) -> int:
+    """How many clause marks a sentence has after its last name (commas, "and", "who", "with" ...)."""
+    return len(_CLAUSE.findall(r.text, r.anchors[-1].end if r.anchors else 0))
+
+
+def _roles_swapped(old: Reading, new: Reading, shared: set[str]) -> bool:
+    """The same names in another order, joined by the same words: "A signed a contract with B" / "B signed
+    a contract with A", "A is mentoring B" / "B is mentoring A" (a passive, "A is managed by B" / "B manages
+    A", joins them by other words)."""
+    order_old = [a.key for a in old.anchors if a.key in shared]
+    order_new = [a.key for a in new.anchors if a.key in shared]
+    if len(order_old) < 2 or order_old == order_new:
+        return False
+    def joins(r: Reading) -> list[str]:
+        inner = [a for a in r.anchors if a.key in shared]
+        return [" ".join(_WORD.findall(r.text[x.end:y.start])) for x, y in zip(inner, inner[1:])]
+    return sorted(joins(old)) == sorted(joins(new))
+
+
+def _between(r: Reading, first: Anchor, second: Anchor) -> str:
+    lo, hi = sorted((first, second), key=lambda a: a.start)
+    return " ".join(_WORD.findall(r.text[lo.end:hi.start]))
+
+
+def _version(a: Anchor, b: Anchor) -> bool:
+    """"Python 3.10" -> "Python 3.12", "Node 18" -> "Node 20": the same thing in another version."""
+    wa, wb = a.key.split(), b.key.split()
+    letters = [w for w in wa if not w[0].isdigit()]
+    return bool(letters) and letters == [w for w in wb if not w[0].isdigit()] and wa != wb
+
+
+# Chosen on the tune split of tests/data/placement_pairs_v2.jsonl; checked on its holdout.
+SAME_RELATION = 0.74    # masked sentences this close state the same attribute (their words differ)
+SAME_RELATION_TELLING = 0.30  # ... when the value is a phone number or an e-mail address: its sort tells the attribute
+_TELLING = ("phone", "email")
+FAR = 0.50            # whole sentences further apart than this, in other words, are not one attribute
+NEAR_DUPLICATE = 0.75  # whole sentences at least this close before a duplicate is considered
+SAME_WORDING = 0.80     # ... and the same value, reworded: a duplicate
+
+
+def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str], float],
+                    sentence_similarity: float = 1.0) -> Aligned:
+    """How a new sentence stands to an old one, by aligning anchors; `similarity` compares two masked
+    phrases (the real embedding model, cached). `sentence_similarity`: the two whole sentences' cosine,
+    known already: a reworded duplicate is never far, so no phrase is embedded for one that is."""
+    old, new = read(old_text, new_text), read(new_text, old_text)
+    old_keys, new_keys = {a.key for a in old.anchors}, {a.key for a in new.anchors}
+    shared = old_keys & new_keys
+    if old.relatives != new.relatives:
+        return Aligned("separate", f"about a relative ({', '.join(sorted(old.relatives ^ new.relatives))})", veto=True)
+    lost = [a for a in old.anchors if a.key not in shared]
+    gained = [a for a in new.anchors if a.key not in shared]
+    wo, wn = set(old.words), set(new.words)
+    only_old, only_new = wo - wn, wn - wo
+    subject = next((a for a in new.anchors if a.key in shared), None)
+    subject_text = canonical(new_text)[subject.start:subject.end] if subject else ""
+
+    if not lost:
+        if not shared:
+            return Aligned("unknown", "no names")
+        if old.negated != new.negated:
+            return Aligned("unknown", "one side negates")
+        if new.anchors[0].key not in shared:
+            return Aligned("unknown", "the new sentence leads with another name")
+        covered = len(wo & wn) / len(wo) if wo else 1.0
+        added = len(only_new) + len(gained)
+        tail = clauses(new) > clauses(old) and bool(only_new)  # a clause of its own after the names: ", the direct line"
+        if tail or added >= 2 and (covered >= 0.75 or covered >= 0.5 and added >= 4
+                                   and not (old.many or new.many or new.also)):
+            more = clauses(new) > clauses(old)  # "... and also avoids dairy"
+            if not gained and not more and len(only_new) <= 3 and sentence_similarity >= NEAR_DUPLICATE and \
+                    similarity(_phrase(old, shared, False), _phrase(new, shared, False)) >= SAME_WORDING:
+                # a few words more, the same meaning: "is on" / "takes place on"
+                return Aligned("duplicate", "the same names, the relation reworded", subject_text,
+                               relation=relation_name(old, shared))
+            return Aligned("child_update", f"the same names, {added} more details", subject_text,
+                           relation=relation_name(old, shared))
+        if gained:
+            return Aligned("unknown", "the same names and a new one")
+        if _roles_swapped(old, new, shared):
+            return Aligned("unknown", "the same words with the roles swapped")
+        if not only_old and not only_new:
+            return Aligned("duplicate", "the same names and words, reordered", subject_text,
+                           relation=relation_name(old, shared))
+        telling = any(x.kind in _TELLING for x in old.anchors)  # the same person and the same phone number
+        if sentence_similarity >= NEAR_DUPLICATE and _swap(old, new, shared) is None and \
+                similarity(_phrase(old, shared, False), _phrase(new, shared, False)) >= (
+                    SAME_RELATION_TELLING if telling else SAME_WORDING):
+            return Aligned("duplicate", "the same names, the relation reworded", subject_text,
+                           relation=relation_name(old, shared))
+        return Aligned("unknown", "the same names, other words")
+    if not gained:
+        return Aligned("unknown", "the new sentence drops a name")
+    if len(lost) > 1 or len(gained) > 1:
+        return Aligned("separate", "more than one name changed")
+    a, b = lost[0], gained[0]
+    if a.kind != b.kind:
+        return Aligned("separate", f"a {a.kind} became a {b.kind}")
+    if a.unit and b.unit and _dimension(a.unit) != _dimension(b.unit):  # "8 engineers" / "3 designers"
+        return Aligned("separate", f"another unit ({a.unit} / {b.unit})", veto="money" in (a.unit, b.unit))
+    version = a.kind == "name" and _version(a, b)
+    if a.kind == "name" and not version and set(a.key.split()) & set(b.key.split()) \
+            and old.anchors.index(a) == 0 and new.anchors.index(b) == 0:
+        return Aligned("separate", f"another subject ({a.key} / {b.key})")  # name twins
+    if a.kind == "name" and shared and all(x.kind != "name" for x in old.anchors if x.key in shared):
+        return Aligned("separate", "only a number or time is shared: another subject")
+    if not shared and not (a.kind != "name" or version) or not shared and len(wo & wn) < 2:
+        return Aligned("separate", "no shared name")
+    if old.negated != new.negated:
+        return Aligned("separate", "one side negates")
+    if (old.event or new.event) and a.kind == "name" and not version:
+        return Aligned("separate", "an event, not a state: each is a fact of its own")
+    if len(old.anchors) > 2 and a.kind == "name" and not version:
+        return Aligned("separate", "one of several names changed")
+    if (old.many or new.many or new.also) and a.kind == "name" and not version:
+        return Aligned("separate", "a relation of many values", veto=new.also)
+    swapped = _swap(old, new, shared)
+    if swapped:  # another noun: another attribute; another predicate: maybe a rewording, but unsure
+        return Aligned("separate", f"another {'attribute' if swapped[1] else 'predicate'} in the same frame "
+                                   f"({swapped[0]})", veto=swapped[1])
+    qualifier = _qualified(old, new, shared)
+    if qualifier:
+        return Aligned("separate", f"a qualifier on one side only ({qualifier})", veto=True)
+    if a.kind == "name" and (_acts(old, a, shared) and _acts(new, b, shared) or _possessed(old, a) or _possessed(new, b)):
+        return Aligned("separate", f"another subject ({a.key} / {b.key})")  # "A calls the dog Biscuit" / "B ..."
+    if a.kind == "name" and shared and _marked(old, a) and _marked(new, b) \
+            and not any(_marked(old, x) for x in old.anchors if x.key in shared):
+        return Aligned("separate", f"another subject ({a.key} / {b.key})")  # "the owner of Beacon" / "of Lighthouse"
+    if shared and a.kind == "name":
+        other = next(x for x in old.anchors if x.key in shared)
+        theirs = next(x for x in new.anchors if x.key == other.key)
+        if (old.anchors.index(a) < old.anchors.index(other)) != (new.anchors.index(b) < new.anchors.index(theirs)) \
+                and _between(old, a, other) == _between(new, b, theirs):
+            return Aligned("separate", "the same words with the roles swapped")
+    why = "the same relation words"
+    if only_old or only_new:
+        if sentence_similarity < FAR:  # no phrase embedded for sentences this far apart
+            return Aligned("separate", f"other words, sentences far apart ({sentence_similarity:.2f} < {FAR})")
+        sim = similarity(_phrase(old, shared), _phrase(new, shared))
+        needed = SAME_RELATION if a.kind not in _TELLING else SAME_RELATION_TELLING
+        if sim < needed:
+            return Aligned("separate", f"another relation (masked similarity {sim:.2f} < {needed})")
+        why = f"the relation reworded (masked similarity {sim:.2f})"
+    old_value = canonical(old_text)[a.start:a.end]
+    new_value = canonical(new_text)[b.start:b.end]
+    return Aligned("contradiction_fork", why, subject_text, old_value, new_value, relation_name(old, shared))
+
+
+def single_key(text: str) -> tuple[str, str, str] | None:
+    """The (subject, relation, value) one sentence states outside the lexicon, when its grammar says
+    which name is the subject: two names, one possessive or after "of / for" ("Leon Ashby's parrot is
+    called Kiwi", "the phone number for the Ashgrove clinic is 555-0177"), or the first one doing
+    something to the second ("the Kestrel repo uses Node 18" has one name only: no key). Not for
+    events, activities, values of many, negations or relatives, as for the lexicon's keys."""
+    r = read(text)
+    if len(r.anchors) != 2 or r.negated or r.many or r.also or r.event or r.relatives:
+        return None
+    marked = [a for a in r.anchors if _possessed(r, a) or _SUBJECT_MARK.search(r.text[:a.start])]
+    if len(marked) != 1 or marked[0].kind != "name":
+        return None
+    subject = marked[0]
+    value = next(a for a in r.anchors if a is not subject)
+    t = canonical(text)
+    return t[subject.start:subject.end], relation_name(r, {subject.key}), t[value.start:value.end]
+
+
+def relation_name(r: Reading, shared: set[str]) -> str:
+    """A name for an attribute outside the lexicon: the content words of the sentence that first stated it
+    ("The name of Leon Ashby's parrot is Kiwi" -> "name_parrot")."""
+    words = [w for w in _tokens(r, shared) if w not in ("X", "Y") and w not in _STOP and len(w) > 1]
+    return "_".join(words[:4]) or "is"
+
+
+# --------------------------------------------------------------------- relation similarity (cached)
+
+_embedder = None
+_embedder_lock = threading.Lock()
+
+
+_vectors: dict[str, np.ndarray] = {}  # per phrase, for the process (bounded below)
+_MAX_PHRASES = 65536
+
+
+def _phrase_vectors(*phrases: str) -> list[np.ndarray]:
+    """The phrases' vectors; the ones not seen yet are embedded in one batch."""
+    global _embedder
+    with _embedder_lock:
+        missing = [p for p in dict.fromkeys(phrases) if p not in _vectors]
+        if missing:
+            if _embedder is None:
+                from .. import embed
+
+                # the process's local model if it has one (a worker does), else one of our own: one thread
+                _embedder = next((e for e in list(embed._shared.values()) if isinstance(e, embed.LocalEmbedder)),
+                                 None) or embed.LocalEmbedder(batch_size=8, threads=1)
+            if len(_vectors) + len(missing) > _MAX_PHRASES:
+                _vectors.clear()
+            _vectors.update(zip(missing, _embedder.embed(missing)))
+        return [_vectors[p] for p in phrases]
+
+
+def relation_similarity(a: str, b: str) -> float:
+    """Cosine of two masked phrases by the real embedding model (all-MiniLM-L6-v2); each phrase embedded
+    once per process."""
+    va, vb = _phrase_vectors(a, b)
+    return float(va @ vb)

@@ -293,7 +293,9 @@ class Fabric:
         "lexical" (full text only). context=N: with each hit, up to N neighbours on its branch (parent
         chain, then subtree, nearest first) in `Memory.context`, walked through superseded nodes and
         leaving them out unless `include_superseded`. explain: `Memory.ranks` holds each leg's rank,
-        {"vector": r, "lexical": r} (None where that leg did not return the memory)."""
+        {"vector": r, "lexical": r} (None where that leg did not return the memory), and in hybrid mode
+        "attribute": 1 when the memory states the attribute the question asks about (fabric/read/intent.py:
+        ranked after the named terms, before the fused score), else 0."""
         return self._search(query, org=org, k=k, valid_at=valid_at, known_at=known_at,
                             include_superseded=include_superseded, mode=mode, context=context, explain=explain)
 

@@ -132,7 +132,8 @@ def search_results(rows: Sequence[Mapping[str, Any]], near: Mapping[uuid.UUID, S
     for r in rows:
         m = Memory.from_row(r)
         if explain:
-            m.ranks = {"vector": r["vector_rank"], "lexical": r["lexical_rank"]}
+            m.ranks = {"vector": r["vector_rank"], "lexical": r["lexical_rank"],
+                       "attribute": r.get("attribute_match")}   # hybrid only: 1 = states the attribute asked
         m.context = [Memory.from_row(c) for c in near.get(m.id, [])]
         out.append(m)
     return out

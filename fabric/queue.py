@@ -6,6 +6,7 @@ import logging
 import os
 import socket
 import uuid
+from datetime import datetime, timezone
 from typing import Iterable, Sequence
 
 import redis
@@ -33,13 +34,15 @@ def make_queue(conn: redis.Redis, name: str) -> Queue:
     return Queue(name, connection=conn)
 
 
-def enqueue_jobs(queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *, timeout: int, retries: int) -> None:
-    """Enqueue (job_id, org, [write ids]) placement jobs in one Redis pipeline.
+def enqueue_jobs(queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *, timeout: int, retries: int,
+                 at_front: bool = False) -> None:
+    """Enqueue (job_id, org, [write ids]) placement jobs in one Redis pipeline; `at_front`: ahead of the
+    jobs already waiting (the reconciler's: their writes have waited longest).
 
     Retries with backoff live here (RQ's Retry) and nowhere else."""
     try:
         with queue.connection.pipeline() as pipe:
-            _enqueue_into(pipe, queue, jobs, timeout=timeout, retries=retries)
+            _enqueue_into(pipe, queue, jobs, timeout=timeout, retries=retries, at_front=at_front)
             pipe.execute()
     except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
         raise QueueError(f"cannot reach Redis to enqueue placement: {exc}") from exc
@@ -57,11 +60,11 @@ def enqueue_commands(queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *
 
 
 def _enqueue_into(pipe, queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *, timeout: int,
-                  retries: int) -> None:
+                  retries: int, at_front: bool = False) -> None:
     retry = Retry(max=retries, interval=[1, 5, 15]) if retries > 0 else None
     datas = [
         Queue.prepare_data(PLACE_FUNC, args=(org, ids), job_id=job_id, timeout=timeout,
-                           retry=retry, result_ttl=600, failure_ttl=7 * 86400,
+                           retry=retry, result_ttl=600, failure_ttl=7 * 86400, at_front=at_front,
                            description=f"place {len(ids)} write(s) of org {org!r}")
         for job_id, org, ids in jobs
     ]
@@ -118,12 +121,20 @@ def jobs_needing_enqueue(conn: redis.Redis, job_ids: Iterable[str]) -> set[str]:
 _WAITING = (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED)
 
 
-def _stranded(conn: redis.Redis, jobs: Sequence[Job]) -> set[str]:
-    """Jobs whose hash says waiting but that are in no queue and no registry: a worker took them off
-    the queue and died before starting them, so no one will ever run them.
+# A job sits in a queue's intermediate list, or in its started registry with a waiting status, only while a
+# worker starts it (milliseconds). Seen so this long after the reconciler first noticed, its worker died.
+INTERMEDIATE_GRACE_S = 3.0
 
-    A live job is always somewhere (RQ moves it queue -> intermediate queue -> started registry
-    atomically); the status is read again at the end so a job that just finished is not counted."""
+
+def _stranded(conn: redis.Redis, jobs: Sequence[Job]) -> set[str]:
+    """Jobs whose hash says waiting but that no worker will ever run: in no queue and no registry, or
+    left half started (a worker took them off the queue and died before starting them: they stay in the
+    queue's intermediate list, perhaps in the started registry too, their status still "queued"; RQ
+    itself fails such a job only after a minute or more).
+
+    A live job is always somewhere (RQ moves it queue -> intermediate list -> started registry
+    atomically); the status is read again at the end so a job that just finished is not counted.
+    The intermediate list's first sighting is RQ's own marker (`IntermediateQueue.set_first_seen`)."""
     if not jobs:
         return set()
     queues = {name: Queue(name, connection=conn) for name in {j.origin for j in jobs}}
@@ -135,12 +146,21 @@ def _stranded(conn: redis.Redis, jobs: Sequence[Job]) -> set[str]:
         for job in jobs:
             queue = queues[job.origin]
             pipe.lpos(queue.key, job.id)
-            pipe.lpos(queue.intermediate_queue_key, job.id)
             pipe.zscore(queue.scheduled_job_registry.key, job.id)
             pipe.zscore(queue.deferred_job_registry.key, job.id)
+            pipe.lpos(queue.intermediate_queue_key, job.id)
         found = pipe.execute()
-    suspects = [job for i, job in enumerate(jobs)
-                if all(v is None for v in found[4 * i:4 * i + 4]) and job.id not in started[job.origin]]
+    suspects = []
+    for i, job in enumerate(jobs):
+        queued, scheduled, deferred, intermediate = found[4 * i:4 * i + 4]
+        if queued is not None or scheduled is not None or deferred is not None:
+            continue
+        # Half started (in the intermediate list, or already in the started registry with its status
+        # still waiting): a live worker passes through in milliseconds, a killed one leaves it there.
+        if (intermediate is not None or job.id in started[job.origin]) and \
+                not _seen_starting_too_long(queues[job.origin], job.id):
+            continue
+        suspects.append(job)
     if not suspects:
         return set()
     with conn.pipeline(transaction=False) as pipe:
@@ -151,4 +171,18 @@ def _stranded(conn: redis.Redis, jobs: Sequence[Job]) -> set[str]:
                 if st is not None and JobStatus(st.decode() if isinstance(st, bytes) else st) in _WAITING}
     if stranded:
         log.warning("stranded jobs found", extra={"action": "reconcile_stranded", "jobs": len(stranded)})
+        # Out of the intermediate list: the reconciler queues their writes again as new jobs.
+        with conn.pipeline(transaction=False) as pipe:
+            for job in suspects:
+                if job.id in stranded:
+                    pipe.lrem(queues[job.origin].intermediate_queue_key, 1, job.id)
+            pipe.execute()
     return stranded
+
+
+def _seen_starting_too_long(queue: Queue, job_id: str) -> bool:
+    iq = queue.intermediate_queue
+    if iq.set_first_seen(job_id):  # first sighting: a worker may be starting it right now
+        return False
+    first = iq.get_first_seen(job_id)
+    return first is not None and (datetime.now(timezone.utc) - first).total_seconds() > INTERMEDIATE_GRACE_S

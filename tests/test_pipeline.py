@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -12,6 +11,7 @@ import psycopg
 import pytest
 
 from fabric import Fabric
+from fabric.api import terminate_worker
 from fabric.errors import PlacementTimeout
 from fabric.types import utcnow
 from fabric.write.placer import Placer
@@ -146,11 +146,7 @@ def test_killed_worker_loses_nothing_and_places_nothing_twice(bare, database_url
         try:
             bare.drain(org=org, timeout=300)
         finally:
-            w2.terminate()
-            try:
-                w2.wait(30)
-            except subprocess.TimeoutExpired:
-                w2.kill()
+            terminate_worker(w2)
     finally:
         if w1.poll() is None:
             w1.kill()
@@ -195,9 +191,4 @@ def test_parallel_conflicting_writes_leave_one_live_version(bare, database_url, 
             assert unkeyed == 1, org
     finally:
         for w in workers:
-            w.terminate()
-        for w in workers:
-            try:
-                w.wait(30)
-            except subprocess.TimeoutExpired:
-                w.kill()
+            terminate_worker(w)

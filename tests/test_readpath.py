@@ -204,3 +204,40 @@ def test_a_folder_of_another_major_is_refused_untouched():
     with pytest.raises(ConfigurationError, match="PostgreSQL 15"):
         servers.postgres_url(data_dir)
     assert sorted(p.name for p in pgdata.iterdir()) == ["PG_VERSION"]
+
+
+def test_the_index_statement_answers_as_the_exact_one(fab, org):
+    """Vector mode runs the index scan alone (search_vector_current / search_vector_at) and search_vector
+    (with the exact scan) only when it comes up short: both give the same rows, current state and time travel,
+    and a search for more than the org holds still returns every memory that holds, nearest first."""
+    put(fab, org, "Noor Haddad lives in Amman.", ("Noor Haddad", "city", "Amman"), T(2019))
+    put(fab, org, "Noor Haddad plays the oud on Fridays.", ("Noor Haddad", "hobby", "oud"), T(2019))
+    put(fab, org, "The Haddad family owns a bakery in Jabal Amman.", (None, None, None), T(2018))
+    moved = put(fab, org, "Noor Haddad lives in Beirut.", ("Noor Haddad", "city", "Beirut"), T(2024))
+    assert moved.decision == "contradiction_fork"
+    q = fab.embedder.embed(["where is Noor's home"])[0]
+    now = datetime.now(timezone.utc)
+    with fab.pool.connection() as conn:
+        iterative = search_mod.pgvector_version(conn) >= search_mod.ITERATIVE_SCAN_SINCE
+        for valid_at, current in ((now, True), (T(2020), False)):
+            params = search_mod.search_params(org=org, text="", vector=q, mode="vector", k=3, valid_at=valid_at,
+                                              known_at=now, current=current)
+            settings = search_mod.search_settings(params, ef_search=100, iterative=iterative)
+            first = search_mod.statement_for("vector", iterative, current)
+            assert first is (search_mod.VECTOR_CURRENT_SQL if current else search_mod.VECTOR_AT_SQL) or not iterative
+            by_index = search_mod._run(conn, settings, first, params)
+            exact = search_mod._run(conn, settings, search_mod.VECTOR_SQL, params)
+            assert len(exact) == 3
+            if len(by_index) == 3:   # the scan found them: the same rows, ranks and scores
+                assert by_index == exact
+            else:                    # it came up short (it may, in a graph shared with other orgs)
+                assert search_mod.fallback_for(first, by_index, params) is search_mod.VECTOR_SQL
+            found = search_mod.vector_search(conn, org=org, query=q, k=3, valid_at=valid_at, known_at=now,
+                                             current=current)
+            assert [r["id"] for r in found] == [r["id"] for r in exact], (current, len(by_index))
+        everything = search_mod.vector_search(conn, org=org, query=q, k=10, valid_at=now, known_at=now,
+                                              current=True)
+    # three memories hold now (Amman is superseded), ranked by similarity
+    assert len(everything) == 3 and moved.memory_id in [r["id"] for r in everything]
+    assert [r["vector_rank"] for r in everything] == [1, 2, 3]
+    assert [r["score"] for r in everything] == sorted((r["score"] for r in everything), reverse=True)

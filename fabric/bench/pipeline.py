@@ -14,6 +14,7 @@ its own. Each run is a baseline for the next (1 vs 2 workers; with vs without em
 
 from __future__ import annotations
 
+import os
 import random
 import time
 import uuid
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import Fabric
+from ..db import one
 from ..sql import q
 from ..types import utcnow
 
@@ -158,13 +160,10 @@ def placement_throughput(server_url: str, redis_url: str, *, writes: int, seed: 
     CPU per placement says what 2 idle cores could do."""
     import numpy as np
 
-    from ..embed import LocalEmbedder
-    from .scale import BenchDatabase, PrecomputedEmbeddings, ingest_items
+    from .scale import BenchDatabase, ingest_items
 
     items = ingest_items(np.random.default_rng(seed), writes, n_orgs=4)
-    texts = sorted({it["content"] for org in items for it in org})
-    embedder = LocalEmbedder(batch_size=64)
-    server = PrecomputedEmbeddings(dict(zip(texts, embedder.embed(texts))))
+    server = _precomputed(items)
     db = BenchDatabase(server_url, "pipeline")
     db.create()
     out: dict[str, Any] = {"writes": writes, "orgs": len(items), "runs": []}
@@ -246,3 +245,256 @@ def print_placement(res: dict[str, Any], console) -> None:
                   f"{r['postgres_cpu_ms_per_placement']:.1f}", f"{2000 / max(r['cpu_ms_per_placement'], 0.01):.0f}/s",
                   f"{r['load_average']:.1f}")
     console.print(t)
+
+
+# --------------------------------------------------------------------------------------------------
+# the worker-kill campaign and the one-org burst (each in a database of its own)
+
+# The reconciler as an operator would run it under faults: every 2 s, for writes pending over 1 s.
+RECONCILE_ENV = {"FABRIC_RECONCILE_INTERVAL": "2", "FABRIC_RECONCILE_GRACE": "1"}
+
+
+def _precomputed(items: list[list[dict[str, Any]]]):
+    """A loopback embeddings endpoint serving the local model's vectors for every text of `items`."""
+    from ..embed import LocalEmbedder
+    from .scale import PrecomputedEmbeddings
+
+    texts = sorted({it["content"] for org in items for it in org})
+    return PrecomputedEmbeddings(dict(zip(texts, LocalEmbedder(batch_size=64).embed(texts))))
+
+
+def _busy(conn, worker_name: str) -> bool:
+    """The worker is running a job now, by its Redis registration (RQ sets `state` busy for the job's run)."""
+    state = conn.hget(f"rq:worker:{worker_name}", "state")
+    return (state.decode() if isinstance(state, bytes) else state) == "busy"
+
+
+def _stuck_jobs(conn, rd, orgs: list[str]) -> list[dict[str, Any]]:
+    """For writes still pending: their RQ job's status and whether the reconciler would queue it again."""
+    from rq.job import Job
+
+    from .. import queue as fq
+
+    ids = [r["job_id"] for r in conn.execute("SELECT DISTINCT job_id FROM fabric.writes WHERE org = ANY(%(o)s) "
+                                             "AND status = 'pending'", {"o": orgs}).fetchall()]
+    lost = fq.jobs_needing_enqueue(rd, ids)
+    jobs = Job.fetch_many([i for i in ids if i], connection=rd) if ids else []
+    return [{"job_id": i, "status": j.get_status(refresh=False).value if j else None, "requeue": i in lost,
+             "queued": j is not None and rd.lpos(j.origin and f"rq:queue:{j.origin}", i) is not None,
+             "intermediate": j is not None and rd.lpos(f"rq:queue:{j.origin}:intermediate", i) is not None}
+            for i, j in zip(ids, jobs)]
+
+
+def integrity(conn, orgs: list[str], expected: int) -> dict[str, Any]:
+    """What a run left: writes lost (missing or still pending), placed twice (a write with two memories or
+    two placement decisions), keys holding two live values, parked writes, and how long writes waited."""
+    row = conn.execute("""
+        SELECT count(*) AS writes,
+               count(*) FILTER (WHERE status = 'pending') AS pending,
+               count(*) FILTER (WHERE status = 'parked') AS parked,
+               coalesce(max(extract(epoch FROM settled_at - received_at)), 0) AS max_wait_s,
+               coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM settled_at - received_at)),
+                        0) AS p99_wait_s,
+               coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM settled_at - received_at)),
+                        0) AS p50_wait_s
+        FROM fabric.writes WHERE org = ANY(%(o)s)""", {"o": orgs}).fetchone()
+    doubled = conn.execute("""
+        SELECT (SELECT count(*) FROM (SELECT 1 FROM fabric.memories WHERE org = ANY(%(o)s)
+                                      GROUP BY org, write_id HAVING count(*) > 1) m)
+             + (SELECT count(*) FROM (SELECT 1 FROM fabric.decisions WHERE org = ANY(%(o)s) AND action = 'place'
+                                      GROUP BY org, write_id HAVING count(*) > 1) d) AS n""",
+                           {"o": orgs}).fetchone()["n"]
+    # Keys holding two or more different live values now (what `fabric stats` counts as conflicts).
+    two_live = sum(r["n"] for r in conn.execute(q("stats_conflicts"), {"org": None}).fetchall()
+                   if r["org"] in orgs)
+    return {"writes": expected, "lost": expected - row["writes"] + row["pending"], "pending": row["pending"],
+            "parked": row["parked"], "placed_twice": doubled, "keys_with_two_live_values": two_live,
+            "max_wait_s": round(float(row["max_wait_s"]), 1), "p99_wait_s": round(float(row["p99_wait_s"]), 1),
+            "p50_wait_s": round(float(row["p50_wait_s"]), 1)}
+
+
+def kill_campaign(server_url: str, redis_url: str, *, writes: int = 1000, kills: int = 100, workers: int = 2,
+                  seed: int = 7, settle_s: float = 300, progress=lambda msg: None) -> dict[str, Any]:
+    """`kills` × `kill -9` of a busy `fabric worker` while `writes` writes (4 orgs, keyed and text) arrive in
+    as many rounds; each killed worker is replaced at once. Then: was anything lost, placed twice, left
+    with two live versions of a key, or pending longer than the reconciler's bound?"""
+    import signal
+
+    import numpy as np
+
+    from .scale import BenchDatabase, _spawn_workers, ingest_items, placement_run
+
+    items = ingest_items(np.random.default_rng(seed), writes, n_orgs=4)
+    server = _precomputed(items)
+    db = BenchDatabase(server_url, "kills")
+    db.create()
+    queue_name = f"bench-kills-{uuid.uuid4().hex[:8]}"
+    rng = np.random.default_rng(seed)
+    out: dict[str, Any] = {"workers": workers, "kills_asked": kills, "reconciler": RECONCILE_ENV}
+    try:
+        with placement_run(db, redis_url, items, workers, queue_name, f"kills-{queue_name}", server.base_url,
+                           extra_env=RECONCILE_ENV) as (fab, procs, orgs, batch):
+            rd = fab.queue.connection
+            names = [f"{queue_name}-{i}" for i in range(workers)]  # as placement_run names them
+            per_round = -(-len(batch) // kills)
+            busy_kills = spawned = 0
+            t0 = time.perf_counter()
+            with db.connect(autocommit=True) as watch:
+                def settled() -> int:
+                    return one(watch.execute("SELECT count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) AND "
+                                             "status <> 'pending'", {"o": orgs}))["n"]
+
+                for k, start in enumerate(range(0, len(batch), per_round)):
+                    fab.write_many(batch[start:start + per_round])
+                    # Let placement progress between kills (a worker needs seconds to start): wait up to
+                    # 10 s for a write to settle. The victim: the first worker seen running a job (within
+                    # 5 s), killed 0-300 ms into it so some of its chunks may have committed; else a random one.
+                    before, deadline = settled(), time.monotonic() + 10
+                    while settled() == before and time.monotonic() < deadline:
+                        time.sleep(0.05)
+                    deadline, victim = time.monotonic() + 5, None
+                    while victim is None and time.monotonic() < deadline:
+                        victim = next((int(i) for i in rng.permutation(len(procs))
+                                       if procs[i].poll() is None and _busy(rd, names[i])), None)
+                        time.sleep(0.002 if victim is None else float(rng.uniform(0, 0.3)))
+                    busy_kills += victim is not None and _busy(rd, names[victim])
+                    victim = victim if victim is not None else int(rng.integers(len(procs)))
+                    procs[victim].send_signal(signal.SIGKILL)
+                    procs[victim].wait(10)
+                    spawned += 1  # replaced at once, under a new name (the dead one stays registered a while)
+                    procs[victim] = _spawn_workers(1, db.url, redis_url, queue_name, server.base_url,
+                                                   extra_env=RECONCILE_ENV, first=workers + spawned)[0]
+                    names[victim] = f"{queue_name}-{workers + spawned}"
+                    if (k + 1) % 10 == 0:
+                        progress(f"  {k + 1} kills, {start + per_round} writes sent, {settled()} settled")
+                last_kill = time.perf_counter()
+                out["pending_at_last_kill"] = len(batch) - settled()
+            with db.connect(autocommit=True) as conn:
+                while one(conn.execute("SELECT count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) AND "
+                                       "status = 'pending'", {"o": orgs}))["n"]:
+                    if time.perf_counter() - last_kill > settle_s:
+                        break
+                    time.sleep(0.1)
+                all_settled_at = time.perf_counter()
+                out.update(integrity(conn, orgs, len(batch)))
+                out["stuck_jobs"] = _stuck_jobs(conn, rd, orgs)
+        out.update(kills=spawned, kills_of_busy_workers=busy_kills, campaign_s=round(last_kill - t0, 1),
+                   settled_after_last_kill_s=round(all_settled_at - last_kill, 1), load_average=os.getloadavg()[0])
+    finally:
+        server.close()
+        db.drop()
+    return out
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def burst(server_url: str, redis_url: str, *, writes: int = 20_000, workers: int = 2, chunk: int = 1000,
+          seed: int = 7, progress=lambda msg: None) -> dict[str, Any]:
+    """`writes` writes into ONE org, sent as fast as write_many takes them (`chunk` per call), placed by
+    `workers` real workers (embedding excluded): progress every 5 s, and the peak RSS of each worker and
+    Redis' peak `used_memory` sampled every second, beside their values before the burst."""
+    import numpy as np
+
+    from .scale import BenchDatabase, ingest_items, placement_run
+
+    items = ingest_items(np.random.default_rng(seed), writes, n_orgs=1)
+    server = _precomputed(items)
+    db = BenchDatabase(server_url, "burst")
+    db.create()
+    queue_name = f"bench-burst-{uuid.uuid4().hex[:8]}"
+    samples: list[dict[str, float]] = []
+    try:
+        with placement_run(db, redis_url, items, workers, queue_name, f"burst-{queue_name}", server.base_url) as (
+                fab, procs, orgs, batch), db.connect(autocommit=True) as conn:
+            rd = fab.queue.connection
+
+            def sample(sent: int) -> dict[str, float]:
+                s = {"t": time.perf_counter() - t0, "sent": sent,
+                     "pending": one(conn.execute("SELECT count(*) AS n FROM fabric.writes WHERE org = %(o)s AND "
+                                                 "status = 'pending'", {"o": orgs[0]}))["n"],
+                     "redis_mb": rd.info("memory")["used_memory"] / 2**20,
+                     **{f"worker{i}_mb": _rss_mb(p.pid) for i, p in enumerate(procs)}}
+                samples.append(s)
+                return s
+
+            t0 = time.perf_counter()
+            before = sample(0)
+            last_sample = last_report = 0.0
+            sent = 0
+            while True:
+                if sent < len(batch):
+                    fab.write_many(batch[sent:sent + chunk])
+                    sent = min(sent + chunk, len(batch))
+                else:
+                    time.sleep(0.2)
+                now = time.perf_counter() - t0
+                if now - last_sample >= 1 or sent == len(batch):
+                    s = sample(sent)
+                    last_sample = now
+                    settled = sent - s["pending"]
+                    if now - last_report >= 5:
+                        last_report = now
+                        progress(f"  {now:5.0f} s: {sent:,} sent, {settled:,} settled ({settled / now:.0f}/s), "
+                                 f"workers {'/'.join(f'{s[k]:.0f}' for k in s if k.startswith('worker'))} MB, "
+                                 f"Redis {s['redis_mb']:.1f} MB")
+                    if sent == len(batch) and s["pending"] == 0:
+                        break
+                if any(p.poll() is not None for p in procs):
+                    raise RuntimeError("a worker died during the burst")
+            seconds = time.perf_counter() - t0
+            out = integrity(conn, orgs, len(batch))
+    finally:
+        server.close()
+        db.drop()
+    keys = [k for k in samples[0] if k.startswith("worker") or k == "redis_mb"]
+    out.update(workers=workers, seconds=round(seconds, 1), placements_per_s=round(len(batch) / seconds, 1),
+               max_backlog=max(s["pending"] for s in samples), load_average=os.getloadavg()[0],
+               memory_mb={k: {"before": round(before[k], 1), "peak": round(max(s[k] for s in samples), 1),
+                              "end": round(samples[-1][k], 1)} for k in keys},
+               samples=[{k: round(v, 1) for k, v in s.items()} for s in samples[::max(1, len(samples) // 60)]])
+    return out
+
+
+def print_integrity(title: str, res: dict[str, Any], rows: list[tuple[str, str]], console) -> None:
+    from rich.table import Table
+
+    t = Table(title=title)
+    t.add_column("measure")
+    t.add_column("value", justify="right")
+    for name, value in rows + [
+            ("writes lost (missing or still pending)", str(res["lost"])),
+            ("writes placed twice", str(res["placed_twice"])),
+            ("keys holding two live values", str(res["keys_with_two_live_values"])),
+            ("writes parked", str(res["parked"])),
+            ("wait, write to settled: p50 / p99 / longest",
+             f"{res['p50_wait_s']:.1f} / {res['p99_wait_s']:.1f} / {res['max_wait_s']:.1f} s"),
+            ("load average", f"{res['load_average']:.1f}")]:
+        t.add_row(name, value)
+    console.print(t)
+
+
+def print_kills(res: dict[str, Any], console) -> None:
+    print_integrity(f"worker-kill campaign — {res['writes']} writes, {res['workers']} workers, reconciler every "
+                    f"{res['reconciler']['FABRIC_RECONCILE_INTERVAL']} s", res, [
+                        ("kill -9 (of a worker running a job)", f"{res['kills']} ({res['kills_of_busy_workers']})"),
+                        ("campaign", f"{res['campaign_s']:.0f} s"),
+                        ("pending at the last kill", str(res["pending_at_last_kill"])),
+                        ("all settled after the last kill", f"{res['settled_after_last_kill_s']:.1f} s")], console)
+
+
+def print_burst(res: dict[str, Any], console) -> None:
+    mem = res["memory_mb"]
+    print_integrity(f"one-org burst — {res['writes']} writes, {res['workers']} workers, embedding excluded", res, [
+        ("placements/s", f"{res['placements_per_s']:.0f} ({res['seconds']:.0f} s)"),
+        ("largest backlog (pending writes)", f"{res['max_backlog']:,}"),
+        *((f"{k.replace('_mb', '')} RSS MB: before / peak / end" if k.startswith("worker")
+           else "Redis used_memory MB: before / peak / end",
+           f"{v['before']:.0f} / {v['peak']:.0f} / {v['end']:.0f}") for k, v in mem.items())], console)

@@ -24,7 +24,8 @@ from ..errors import FabricError
 from ..placement.facts import text_key
 from ..placement.intervals import ChainMember, Revision, plan_insert
 from ..placement.validator import Candidate, Decision, IncomingWrite, Validator, check_decision, pregate
-from ..read.search import VECTOR_SQL, search_params, session_settings
+from ..read.search import (CURRENT_INDEX, ITERATIVE_SCAN_SINCE, VECTOR_SQL, pgvector_version, search_params,
+                           session_settings)
 from ..sql import q
 from ..types import Placement, utcnow
 from . import ledger
@@ -96,23 +97,50 @@ def write_key(write: IncomingWrite) -> tuple[str | None, str | None]:
 
 def gather_batch(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embeddings: np.ndarray, *,
                  k: int, ef_search: int) -> list[Gathered]:
-    """For each write: the k nearest live memories in its org, plus every memory believed under its key
-    (`write_key`). All the writes' queries go in one round trip (pipeline mode)."""
+    """For each write (all of one org): the k nearest live memories in its org, plus every memory believed
+    under its key (`write_key`). Two statements for the whole batch (`nearest_live_batch`,
+    `key_members_batch`), sent in one round trip; a write whose index scan came up short is asked again
+    with the read path's `search_vector` (its exact scan)."""
+    org = writes[0].org
+    assert all(w.org == org for w in writes), "a batch is one org's"
+    keys = [write_key(w) for w in writes]
+    keyed = [i for i, (subject, _) in enumerate(keys) if subject]
+    vectors = list(embeddings)
+    with conn.pipeline():
+        for stmt, args in session_settings(ef_search=max(ef_search, k), index=CURRENT_INDEX,
+                                           iterative=pgvector_version(conn) >= ITERATIVE_SCAN_SINCE):
+            conn.execute(stmt, args)
+        near_cur = conn.execute(q("nearest_live_batch"), {"org": org, "k": k, "vectors": vectors})
+        available_cur = conn.execute(q("live_available"), {"org": org, "k": k})
+        key_cur = conn.execute(q("key_members_batch"), {
+            "org": org, "subjects": [keys[i][0] for i in keyed], "relations": [keys[i][1] for i in keyed],
+            "vectors": [vectors[i] for i in keyed]}) if keyed else None
+    near: list[list[Candidate]] = [[] for _ in writes]
+    for r in near_cur.fetchall():
+        near[r["i"] - 1].append(candidate_from_row(r, float(r["score"]), False))
+    available = available_cur.fetchone()["n"]
+    key_rows: list[list[dict[str, Any]]] = [[] for _ in writes]
+    for r in key_cur.fetchall() if key_cur else []:
+        key_rows[keyed[r["i"] - 1]].append(r)
+    short = [i for i, n in enumerate(near) if len(n) < min(k, available)]
+    if short:
+        exact = _near_one_by_one(conn, [writes[i] for i in short], embeddings[short], k=k, ef_search=ef_search)
+        for i, rows in zip(short, exact):
+            near[i] = rows
+    return [Gathered(n, rows, k) for n, rows in zip(near, key_rows)]
+
+
+def _near_one_by_one(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embeddings: np.ndarray, *,
+                     k: int, ef_search: int) -> list[list[Candidate]]:
+    """The k nearest live memories of each write by the read path's own statement (exact fallback included)."""
     now = utcnow()
     with conn.pipeline():
         for stmt, args in session_settings(ef_search=max(ef_search, k)):
             conn.execute(stmt, args)
-        cursors = []
-        for write, vec in zip(writes, embeddings):
-            near = conn.execute(VECTOR_SQL, search_params(org=write.org, text="", vector=vec, mode="vector", k=k,
-                                                          valid_at=now, known_at=now, include_superseded=True,
-                                                          live_only=True))
-            subject, relation = write_key(write)
-            keyed = conn.execute(q("key_members"), {"org": write.org, "subject": subject,
-                                                    "relation": relation, "q": vec}) if subject else None
-            cursors.append((near, keyed))
-    return [Gathered([candidate_from_row(r, float(r["score"]), False) for r in near.fetchall()],
-                     keyed.fetchall() if keyed else [], k) for near, keyed in cursors]
+        cursors = [conn.execute(VECTOR_SQL, search_params(
+            org=write.org, text="", vector=vec, mode="vector", k=k, valid_at=now, known_at=now,
+            include_superseded=True, live_only=True)) for write, vec in zip(writes, embeddings)]
+    return [[candidate_from_row(r, float(r["score"]), False) for r in cur.fetchall()] for cur in cursors]
 
 
 def gather_candidates(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, *,
@@ -258,7 +286,9 @@ def _place_chunk(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embe
         for write, vec, g in zip(writes, embeddings, gathered):
             started = time.perf_counter()
             try:
-                with conn.transaction():  # a savepoint: one failing write does not undo its job-mates
+                # A savepoint (one failing write does not undo its job-mates), its statements pipelined: the
+                # apply's five or so statements cost one round trip, not one each.
+                with conn.pipeline(), conn.transaction():
                     row = conn.execute(q("lock_write"), {"org": write.org, "id": write.id}).fetchone()
                     if row is None or row["status"] != "pending":
                         stats.skipped += 1

@@ -35,7 +35,8 @@ def reconcile(pool: ConnectionPool[Any], conn: redis.Redis, queue: Queue, settin
         for start in range(0, len(ids), settings.embed_batch_size):
             jobs.append((fq.new_job_id(), org, ids[start:start + settings.embed_batch_size]))
     if jobs:
-        fq.enqueue_jobs(queue, jobs, timeout=settings.job_timeout, retries=settings.job_retries)
+        # At the front: these writes have waited longest (a worker died with them, or Redis lost them).
+        fq.enqueue_jobs(queue, jobs, timeout=settings.job_timeout, retries=settings.job_retries, at_front=True)
         # Point the writes at their new jobs so the next pass sees them as on their way.
         with pool.connection() as pg:
             with pg.cursor() as cur:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from fabric import Fabric, embedded
+from fabric import Fabric, servers
 from fabric.bench import retrieval
 from fabric.config import Settings
 from fabric.read import search
@@ -27,7 +27,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     settings = Settings.from_env()
-    with retrieval.scratch_database(settings.database_url or embedded.postgres_url(settings.data_dir)) as url:
+    with retrieval.scratch_database(settings.database_url or servers.postgres_url(settings.data_dir)) as url:
         fab = Fabric.connect(url, settings.redis_url, run_worker=False)
         try:
             corpus = retrieval.generate(entities=80, relations_per_entity=6, questions=240, seed=args.seed)

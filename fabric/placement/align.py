@@ -78,8 +78,8 @@ def _spell_numbers(text: str) -> str:
 
 
 _PHONE = re.compile(r"(?<![\w.])\+?\d{2,4}(?:[ .-]\d{2,6}){1,4}(?!\w|[.:]\d)")
-_CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d\d))?\s*(?:(a\.m\.|p\.m\.|am|pm)(?!\w)|o'clock\b|(?=\s+in the (morning|afternoon"
-                    r"|evening)\b)|(?=\s+at night\b))", re.IGNORECASE)
+_CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d\d))?\s*(?:(a\.m\.|p\.m\.|am|pm)(?!\w)|o'clock\b"
+                    r"|(?=\s+in the (morning|afternoon|evening)\b)|(?=\s+at night\b))", re.IGNORECASE)
 _BARE_CLOCK = re.compile(r"\b(\d{1,2}):(\d\d)\b")
 _DAY_PART = re.compile(r"(\d\d:\d\d)\s+(?:in the (?:morning|afternoon|evening)|at night)\b", re.IGNORECASE)
 
@@ -184,8 +184,8 @@ _STOP = frozenset("""a an the is are was were be been being has have had of in o
 _CHANGE = frozenset("""now new newly changed change changes moved move moves switched switch updated update
     since currently these days nowadays anymore raised lowered increased decreased dropped grew grown slipped
     pushed promoted became become becomes replaced replacing instead latest recently today lately longer passed
-    went gone has been set reset sold bought officially effective starting renamed transferred shifted upgraded downgraded
-    rewritten changed""".split())
+    went gone has been set reset sold bought officially effective starting renamed transferred shifted upgraded
+    downgraded rewritten changed""".split())
 # "X's son attends ...", "X's husband works at ...": the fact is about someone else.
 _RELATIVES = frozenset("""son daughter child children kid kids wife husband spouse partner sister brother sibling
     mother father mom mum dad parent parents grandmother grandfather aunt uncle cousin niece nephew friend
@@ -334,7 +334,8 @@ def _spans(text: str) -> tuple[tuple[Span, ...], Span | None]:
     spans = names(text)
     first = spans[0] if spans else None
     lead = re.match(r"[A-Z][a-z]+\s+(?=\d)", first.text) if first is not None and first.start == 0 else None
-    if lead and not _COPULA_AFTER.match(text[first.end:]):  # "Locker 214 belongs to ...": the number is the name
+    # "Locker 214 belongs to ...": the number is the name.
+    if lead and first is not None and not _COPULA_AFTER.match(text[first.end:]):
         rest = first.text[lead.end():]
         number = number_key(rest)
         first = Span(first.start + lead.end(), first.end, rest, number or rest.casefold(), first.possessive,
@@ -368,7 +369,8 @@ def _anchor(t: str, sp: Span) -> Anchor:
     unit = _unit(t, sp) if kind == "number" else None
     end = sp.end
     if unit in _DIMENSIONS:  # "40 minutes" is the value, not a number and a word of the relation
-        end = sp.end + re.match(r"\s*[a-z]+", t[sp.end:].lower()).end()
+        word = re.match(r"\s*[a-z]+", t[sp.end:].lower())  # the unit was read from this word
+        end = sp.end + (word.end() if word else 0)
     return Anchor(sp.key, kind, unit, sp.start, end)
 
 
@@ -561,7 +563,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
             return Aligned("unknown", "the new sentence leads with another name")
         covered = len(wo & wn) / len(wo) if wo else 1.0
         added = len(only_new) + len(gained)
-        tail = clauses(new) > clauses(old) and bool(only_new)  # a clause of its own after the names: ", the direct line"
+        # A clause of its own after the names: ", the direct line".
+        tail = clauses(new) > clauses(old) and bool(only_new)
         if tail or added >= 2 and (covered >= 0.75 or covered >= 0.5 and added >= 4
                                    and not (old.many or new.many or new.also)):
             more = clauses(new) > clauses(old)  # "... and also avoids dairy"
@@ -622,7 +625,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     qualifier = _qualified(old, new, shared)
     if qualifier:
         return Aligned("separate", f"a qualifier on one side only ({qualifier})", veto=True)
-    if a.kind == "name" and (_acts(old, a, shared) and _acts(new, b, shared) or _possessed(old, a) or _possessed(new, b)):
+    if a.kind == "name" and (_acts(old, a, shared) and _acts(new, b, shared)
+                             or _possessed(old, a) or _possessed(new, b)):
         return Aligned("separate", f"another subject ({a.key} / {b.key})")  # "A calls the dog Biscuit" / "B ..."
     if a.kind == "name" and shared and _marked(old, a) and _marked(new, b) \
             and not any(_marked(old, x) for x in old.anchors if x.key in shared):

@@ -23,10 +23,9 @@ added detail), a changed value (contradiction), another fact (separate), or unkn
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from .validator import normalise
 
@@ -55,7 +54,8 @@ def _rel(name: str, words: str, value_first: str | None = None, *, multi: bool =
 
 
 # "X leads / heads / runs Y" (X is the value), but not "heads to Lisbon", "runs for office".
-_LEADS = r"\b(?:leads|heads|runs|running)\b(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an|its business|its operations)\b)"
+_LEADS = (r"\b(?:leads|heads|runs|running)\b"
+          r"(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an|its business|its operations)\b)")
 
 
 # Order matters only for naming: the first group two sentences share names their attribute.
@@ -473,7 +473,8 @@ _AFTER_POSSESSIVE = re.compile(r"'s\s+(?:[a-z-]+\s+)+")  # "X's new team lead": 
 # Light verbs people restate a fact with ("switched to the Scale plan", "is located in Vilnius").
 _LINKING = frozenset("""moved switched located situated holds holding answers joined hired relocated transferred
     changed upgraded downgraded promoted elected stays staying sits living registered chose chosen picked
-    selected succeeded succeeds replaced replacing given gets got received numbers totals runs held business operations""".split())
+    selected succeeded succeeds replaced replacing given gets got received numbers totals runs held business
+    operations""".split())
 _AUXILIARIES = frozenset("does do did doesn't don't didn't will would can could may might should must shall "
                          "isn't wasn't".split())
 
@@ -492,10 +493,10 @@ def _whose(masked: str, subject: Span, at: int, covered: list[tuple[int, int, st
             if m.group() not in _STOP and m.group() not in _ADJECTIVES and m.group() not in _ROLE_WORDS:
                 return m.group()
         return ""
-    m = re.search(r"([a-z][a-z'-]*)\s+(?:of|for)\s+$", masked[:at])
-    if m and not _covered(covered, m.start(1)) and m.group(1) not in _STOP and m.group(1) not in _ADJECTIVES \
-            and not _OF_VALUE.search(masked[:at]):
-        return m.group(1)
+    noun = re.search(r"([a-z][a-z'-]*)\s+(?:of|for)\s+$", masked[:at])
+    if noun and not _covered(covered, noun.start(1)) and noun.group(1) not in _STOP \
+            and noun.group(1) not in _ADJECTIVES and not _OF_VALUE.search(masked[:at]):
+        return noun.group(1)
     return ""
 
 
@@ -604,7 +605,7 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
                 lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"))
 
 
-def keyable(fact: Fact | None) -> bool:
+def keyable(fact: Fact | None) -> TypeGuard[Fact]:
     """May this fact key a memory (so current_value returns it)? Not when it is negated, told as past,
     read loosely, or one of several values a subject holds at once."""
     return fact is not None and not (fact.negated or fact.past or fact.loose or fact.relation in _MULTI)

@@ -159,7 +159,7 @@ _ITERATIVE_SQL = "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true
 _PGVECTOR_SQL = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
 
 # pgvector's version per connection (sync or async), read once
-_pgvector_versions: "weakref.WeakKeyDictionary[Any, tuple[int, ...]]" = weakref.WeakKeyDictionary()
+_pgvector_versions: weakref.WeakKeyDictionary[Any, tuple[int, ...]] = weakref.WeakKeyDictionary()
 
 
 def _version(row: Any) -> tuple[int, ...]:

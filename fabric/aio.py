@@ -27,7 +27,7 @@ from pgvector.psycopg import register_vector_async
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from . import calls, db, embedded, metrics
+from . import calls, db, metrics, servers
 from . import queue as fq
 from .api import Fabric, spawn_worker, terminate_worker
 from .config import Settings
@@ -36,17 +36,19 @@ from .errors import (
     DatabaseError, DimensionMismatch, NotFound, PgvectorMissing, PlacementTimeout, PolicyRefused, QueueError,
     TenantAccessDenied, ValidationError,
 )
-from .policy import REFUSED_KEY, apply_policy
+from .write.policy import REFUSED_KEY, apply_policy
 from .sql import q
 from .types import DecisionRecord, Memory, Placement, WriteReceipt, WriteRequest, as_uuid, check_org, write_fields
 
 if TYPE_CHECKING:
-    from .replay import ReplayReport
+    from .admin.replay import ReplayReport
 
 log = logging.getLogger(__name__)
 
+AConn = psycopg.AsyncConnection[Any]  # rows are dicts (the pool's row_factory)
 
-async def _configure(conn: psycopg.AsyncConnection) -> None:
+
+async def _configure(conn: AConn) -> None:
     try:
         await register_vector_async(conn)
     except psycopg.ProgrammingError as exc:
@@ -61,10 +63,10 @@ class _Connecting:
         self._kwargs = kwargs
         self._fabric: AsyncFabric | None = None
 
-    def __await__(self) -> Generator[Any, None, "AsyncFabric"]:
+    def __await__(self) -> Generator[Any, None, AsyncFabric]:
         return AsyncFabric._connect(**self._kwargs).__await__()
 
-    async def __aenter__(self) -> "AsyncFabric":
+    async def __aenter__(self) -> AsyncFabric:
         self._fabric = await AsyncFabric._connect(**self._kwargs)
         return self._fabric
 
@@ -77,7 +79,7 @@ class AsyncFabric:
     """An async connection to a fabric store: `async with AsyncFabric.connect() as fab: ...`."""
 
     def __init__(self, settings: Settings, *, database_url: str, redis_url: str, db_embedded: bool,
-                 redis_embedded: bool, pool: AsyncConnectionPool, redis_client: aredis.Redis):
+                 redis_embedded: bool, pool: AsyncConnectionPool[AConn], redis_client: aredis.Redis):
         self.settings = settings
         self.database_url = database_url
         self.redis_url = redis_url
@@ -105,15 +107,16 @@ class AsyncFabric:
 
     @classmethod
     async def _connect(cls, database_url: str | None = None, redis_url: str | None = None,
-                       **settings: Any) -> "AsyncFabric":
+                       **settings: Any) -> AsyncFabric:
         auto_migrate = bool(settings.pop("auto_migrate", True))
         s = Settings.from_env(database_url=database_url, redis_url=redis_url, **settings)
         # Starting the embedded servers and migrating are one-off and blocking: off the loop.
-        db_url, rd_url, db_emb, rd_emb = await asyncio.to_thread(embedded.resolve, s.database_url, s.redis_url,
+        db_url, rd_url, db_emb, rd_emb = await asyncio.to_thread(servers.resolve, s.database_url, s.redis_url,
                                                                  s.data_dir)
         if auto_migrate:
             await asyncio.to_thread(db.migrate_if_behind, db_url, embedding_dim=s.embedding_dim)
-        pool = AsyncConnectionPool(db_url, min_size=s.pool_min_size, max_size=s.pool_max_size, open=False,
+        pool = AsyncConnectionPool(db_url, connection_class=AConn, min_size=s.pool_min_size,
+                                   max_size=s.pool_max_size, open=False,
                                    configure=_configure, kwargs={"row_factory": dict_row, "autocommit": False},
                                    name="fabric-async")
         try:
@@ -145,7 +148,7 @@ class AsyncFabric:
                 f"the database's fabric.memories.embedding is vector({dim}) but FABRIC_EMBEDDING_DIM is "
                 f"{self.settings.embedding_dim}")
 
-    async def __aenter__(self) -> "AsyncFabric":
+    async def __aenter__(self) -> AsyncFabric:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -181,7 +184,7 @@ class AsyncFabric:
         return (await asyncio.to_thread(self.embedder.embed, [text]))[0]
 
     @asynccontextmanager
-    async def _conn(self, org: str | None = None) -> AsyncIterator[psycopg.AsyncConnection]:
+    async def _conn(self, org: str | None = None) -> AsyncIterator[AConn]:
         """A pooled connection in a transaction, acting for `org` (row-level security), as `Fabric._conn`."""
         async with self.pool.connection() as conn:
             try:
@@ -214,7 +217,7 @@ class AsyncFabric:
                     valid_to: datetime | None = None, source: str | None = None, kind: str | None = None,
                     durability: str | None = None, metadata: Mapping[str, Any] | None = None) -> WriteReceipt:
         """Accept a write durably and queue its placement. Returns at once."""
-        req = await self._request(dict(content=content, org=org, subject=subject, relation=relation, value=value,
+        req = await self.validate_write(dict(content=content, org=org, subject=subject, relation=relation, value=value,
                                        valid_from=valid_from, valid_to=valid_to, source=source, kind=kind,
                                        durability=durability, metadata=metadata))
         return (await self._accept([req]))[0]
@@ -224,16 +227,17 @@ class AsyncFabric:
         reqs = []
         for i, item in enumerate(calls.check_items(items)):
             try:
-                reqs.append(await self._request(write_fields(item)))
+                reqs.append(await self.validate_write(write_fields(item)))
             except ValidationError as exc:
                 raise calls.batch_item_error(i, exc) from exc
         return await self._accept(reqs) if reqs else []
 
-    async def _request(self, fields: dict[str, Any]) -> WriteRequest:
-        return await self._gate(calls.build_request(fields, self.settings.max_content_chars))
+    async def validate_write(self, fields: Mapping[str, Any]) -> WriteRequest:
+        """As `Fabric.validate_write`: checked and gated as `write` would store it; nothing is written."""
+        return await self._gate(calls.build_request(dict(fields), self.settings.max_content_chars))
 
     async def _gate(self, req: WriteRequest) -> WriteRequest:
-        """The write policy's gate (fabric.policy), counting a refusal in Redis as `Fabric` does."""
+        """The write policy's gate (fabric.write.policy), counting a refusal in Redis as `Fabric` does."""
         try:
             return apply_policy(req, self.settings)
         except PolicyRefused:
@@ -272,7 +276,8 @@ class AsyncFabric:
         try:
             if not self.queue.redis_server_version:
                 version = (await self.redis.info("server"))["redis_version"]
-                self.queue.redis_server_version = tuple(int(p) for p in version.split(".")[:3])
+                self.queue.redis_server_version = tuple(  # type: ignore[assignment]  # RQ says 3 ints: it is
+                    int(p) for p in version.split(".")[:3])
             commands = fq.enqueue_commands(self.queue, jobs, timeout=self.settings.job_timeout,
                                            retries=self.settings.job_retries)
             async with self.redis.pipeline(transaction=True) as pipe:
@@ -292,7 +297,7 @@ class AsyncFabric:
             if placement is not None:
                 return placement
             if time.monotonic() >= deadline:
-                raise PlacementTimeout(f"write {wid} still pending after {timeout}s; {await self._worker_report()}")
+                raise PlacementTimeout(f"write {wid} still pending after {timeout}s; {await self.worker_status()}")
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover - backoff() never ends
 
@@ -300,17 +305,33 @@ class AsyncFabric:
         """Until nothing of `org` (None: of any org) is pending."""
         deadline = time.monotonic() + timeout
         for delay in calls.backoff(0.01, 0.25):
-            n = (await self._one(org, "pending_count", {"org": org}))["n"]
+            row = await self._one(org, "pending_count", {"org": org})
+            n = row["n"] if row else 0
             if n == 0:
                 return 0
             if time.monotonic() >= deadline:
                 raise PlacementTimeout(f"{n} write(s) of {org or 'all orgs'} still pending after {timeout}s; "
-                                       f"{await self._worker_report()}")
+                                       f"{await self.worker_status()}")
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _worker_report(self) -> str:
-        return await asyncio.to_thread(Fabric._worker_report, self)  # reads only self.queue
+    async def worker_status(self) -> str:
+        """As `Fabric.worker_status`: the workers listening on this queue, or why none can place a write."""
+        return await asyncio.to_thread(Fabric.worker_status, self)  # type: ignore[arg-type]  # reads only self.queue
+
+    async def writes_summary(self, receipts: Sequence[WriteReceipt]) -> dict[str, dict[str, int]]:
+        """As `Fabric.writes_summary`."""
+        if not receipts:
+            return calls.writes_summary([])
+        return calls.writes_summary(await self._all(None, "writes_summary", calls.writes_summary_params(receipts)))
+
+    async def require_org(self, org: str) -> None:
+        """As `Fabric.require_org`: `UnknownOrg` when nothing was ever written to `org`."""
+        from .admin.orgs import UnknownOrg
+
+        check_org(org)
+        if await self._one(org, "org_exists", {"org": org}) is None:
+            raise UnknownOrg(org)
 
     # ------------------------------------------------------------------ reads
 
@@ -387,7 +408,7 @@ class AsyncFabric:
         return Memory.from_row(row)
 
     @staticmethod
-    async def _require_memory(conn: psycopg.AsyncConnection, org: str, mid: uuid.UUID) -> None:
+    async def _require_memory(conn: AConn, org: str, mid: uuid.UUID) -> None:
         if await (await conn.execute(q("memory_exists"), {"org": org, "id": mid})).fetchone() is None:
             raise NotFound("memory", mid, org)
 
@@ -415,7 +436,7 @@ class AsyncFabric:
         return await asyncio.to_thread(self._sync_fabric().revert, decision_id, org=org, reason=reason)
 
     async def replay(self, org: str, root_id: uuid.UUID | str, *, validator: str = "rule",
-                     apply: bool = False) -> "ReplayReport":
+                     apply: bool = False) -> ReplayReport:
         return await asyncio.to_thread(self._sync_fabric().replay, org, root_id, validator=validator, apply=apply)
 
     async def invalidate_source(self, source: str, *, org: str = "default", at: datetime | None = None) -> int:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import psycopg
 
-from . import calls, db, embedded
+from . import calls, db, servers
 from .config import Settings
 from .errors import (
     DimensionMismatch, NotFound, PlacementTimeout, QueueError, TenantAccessDenied,
@@ -30,11 +30,14 @@ from .types import (
 from .write import retract as retract_mod
 
 if TYPE_CHECKING:
+    from .db import Conn
     import redis
     from rq import Queue
 
+    from .admin.replay import ReplayReport
+    import numpy as np
+
     from .embed import Embedder
-    from .replay import ReplayReport
 
 log = logging.getLogger(__name__)
 
@@ -58,13 +61,13 @@ class Fabric:
     # ------------------------------------------------------------------ lifecycle
 
     @classmethod
-    def connect(cls, database_url: str | None = None, redis_url: str | None = None, **settings: Any) -> "Fabric":
+    def connect(cls, database_url: str | None = None, redis_url: str | None = None, **settings: Any) -> Fabric:
         """Connect (starting the embedded PostgreSQL / Redis where no URL is given) and migrate.
 
         Settings not given here come from the environment (see `fabric.config.Settings`)."""
         auto_migrate = bool(settings.pop("auto_migrate", True))
         s = Settings.from_env(database_url=database_url, redis_url=redis_url, **settings)
-        db_url, rd_url, db_emb, rd_emb = embedded.resolve(s.database_url, s.redis_url, s.data_dir)
+        db_url, rd_url, db_emb, rd_emb = servers.resolve(s.database_url, s.redis_url, s.data_dir)
         if auto_migrate:
             db.migrate_if_behind(db_url, embedding_dim=s.embedding_dim)
         fab = cls(s, database_url=db_url, redis_url=rd_url, db_embedded=db_emb, redis_embedded=rd_emb)
@@ -86,7 +89,7 @@ class Fabric:
                 f"the database's fabric.memories.embedding is vector({dim}) but FABRIC_EMBEDDING_DIM is "
                 f"{self.settings.embedding_dim}")
 
-    def __enter__(self) -> "Fabric":
+    def __enter__(self) -> Fabric:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -123,8 +126,12 @@ class Fabric:
             self._embedder = make_embedder(self.settings)
         return self._embedder
 
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed with the model, loading it on first use (revert and replay need it only sometimes)."""
+        return self.embedder.embed(texts)
+
     @contextmanager
-    def _conn(self, org: str | None = None) -> Iterator[psycopg.Connection]:
+    def _conn(self, org: str | None = None) -> Iterator[Conn]:
         """A pooled connection in a transaction, with the tenant set for row-level security
         (`fabric.org`, local to the transaction: migration 0002). A database role that may not act
         for `org` sees none of its rows, and a write it attempts raises `TenantAccessDenied`."""
@@ -156,7 +163,7 @@ class Fabric:
               valid_to: datetime | None = None, source: str | None = None, kind: str | None = None,
               durability: str | None = None, metadata: Mapping[str, Any] | None = None) -> WriteReceipt:
         """Accept a write durably and queue its placement. Returns at once."""
-        req = self._request(dict(content=content, org=org, subject=subject, relation=relation, value=value,
+        req = self.validate_write(dict(content=content, org=org, subject=subject, relation=relation, value=value,
                                  valid_from=valid_from, valid_to=valid_to, source=source, kind=kind,
                                  durability=durability, metadata=metadata))
         return self._accept([req])[0]
@@ -168,18 +175,18 @@ class Fabric:
         reqs = []
         for i, item in enumerate(calls.check_items(items)):
             try:
-                reqs.append(self._request(write_fields(item)))
+                reqs.append(self.validate_write(write_fields(item)))
             except ValidationError as exc:
                 raise calls.batch_item_error(i, exc) from exc
         return self._accept(reqs) if reqs else []
 
-    def _gate(self, req: WriteRequest) -> WriteRequest:
-        from .policy import check_write
+    def validate_write(self, fields: Mapping[str, Any]) -> WriteRequest:
+        """A write's fields, checked and passed through the write policy, as `write` would store them;
+        nothing is written (a refusal is counted, as on `write`). Raises ValidationError / PolicyRefused."""
+        from .write.policy import check_write
 
+        req = calls.build_request(dict(fields), self.settings.max_content_chars)
         return check_write(req, self.settings, self.redis)
-
-    def _request(self, fields: dict[str, Any]) -> WriteRequest:
-        return self._gate(calls.build_request(fields, self.settings.max_content_chars))
 
     def _accept(self, reqs: Sequence[WriteRequest]) -> list[WriteReceipt]:
         from . import metrics  # prometheus_client, redis and rq: loaded by the first write, not by reads
@@ -227,8 +234,9 @@ class Fabric:
             if placement is not None:
                 return placement
             if time.monotonic() >= deadline:
-                raise PlacementTimeout(f"write {wid} still pending after {timeout}s; {self._worker_report()}")
+                raise PlacementTimeout(f"write {wid} still pending after {timeout}s; {self.worker_status()}")
             time.sleep(delay)
+        raise AssertionError("backoff() never ends")
 
     @db.guarded(retry=True)
     def drain(self, org: str | None = "default", timeout: float = 60.0) -> int:
@@ -238,15 +246,17 @@ class Fabric:
         deadline = time.monotonic() + timeout
         for delay in calls.backoff(0.01, 0.25):
             with self._conn(org) as conn:
-                n = conn.execute(q("pending_count"), {"org": org}).fetchone()["n"]
+                n = db.one(conn.execute(q("pending_count"), {"org": org}))["n"]
             if n == 0:
                 return 0
             if time.monotonic() >= deadline:
                 raise PlacementTimeout(f"{n} write(s) of {org or 'all orgs'} still pending after {timeout}s; "
-                                       f"{self._worker_report()}")
+                                       f"{self.worker_status()}")
             time.sleep(delay)
+        raise AssertionError("backoff() never ends")
 
-    def _worker_report(self) -> str:
+    def worker_status(self) -> str:
+        """Who could place a pending write: the workers listening on this queue, or why none can."""
         import redis
 
         from . import queue as fq
@@ -264,7 +274,7 @@ class Fabric:
     @db.guarded(retry=True)
     def reconcile(self, *, grace: float | None = None, limit: int = 10000) -> int:
         """Queue again every pending write whose job is lost. Returns how many writes were queued."""
-        from workers.reconcile import reconcile
+        from .write.reconcile import reconcile
 
         return reconcile(self.pool, self.redis, self.queue, self.settings,
                          grace=self.settings.reconcile_grace if grace is None else grace, limit=limit)
@@ -283,7 +293,9 @@ class Fabric:
         "lexical" (full text only). context=N: with each hit, up to N neighbours on its branch (parent
         chain, then subtree, nearest first) in `Memory.context`, walked through superseded nodes and
         leaving them out unless `include_superseded`. explain: `Memory.ranks` holds each leg's rank,
-        {"vector": r, "lexical": r} (None where that leg did not return the memory)."""
+        {"vector": r, "lexical": r} (None where that leg did not return the memory), and in hybrid mode
+        "attribute": 1 when the memory states the attribute the question asks about (fabric/read/intent.py:
+        ranked after the named terms, before the fused score), else 0."""
         return self._search(query, org=org, k=k, valid_at=valid_at, known_at=known_at,
                             include_superseded=include_superseded, mode=mode, context=context, explain=explain)
 
@@ -361,7 +373,7 @@ class Fabric:
         return Memory.from_row(row)
 
     @staticmethod
-    def _require_memory(conn: psycopg.Connection, org: str, mid: uuid.UUID) -> None:
+    def _require_memory(conn: Conn, org: str, mid: uuid.UUID) -> None:
         if conn.execute(q("memory_exists"), {"org": org, "id": mid}).fetchone() is None:
             raise NotFound("memory", mid, org)
 
@@ -388,7 +400,7 @@ class Fabric:
             check_org(org)
         check_text("reason", reason)
         with self._conn(org) as conn:
-            return revert(conn, self, did, org=org, reason=reason)
+            return revert(conn, self._embed, did, org=org, reason=reason)
 
     @db.guarded(retry=True)
     def decisions(self, *, org: str = "default", since: datetime | None = None, kind: str | None = None,
@@ -399,24 +411,26 @@ class Fabric:
             rows = conn.execute(q("list_decisions"), params).fetchall()
         return [DecisionRecord.from_row(r) for r in rows]
 
-    # ------------------------------------------------------------------ admin (fabric/replay.py, fabric/policy.py)
+    # ------------------------------------------------------------------ admin (fabric/admin/)
 
     @db.guarded(retry=False)
     def replay(self, org: str, root_id: uuid.UUID | str, *, validator: str = "rule",
-               apply: bool = False) -> "ReplayReport":
+               apply: bool = False) -> ReplayReport:
         """Re-run placement over the subtree under `root_id` with `validator` ('rule' | 'llm'), in the
         writes' original order. Dry run by default (nothing written); `apply=True` commits the new
         placements as new versions in one transaction (`known_at` before it still sees the old ones)."""
-        from .replay import replay
+        from .admin.replay import replay
 
-        return replay(self, org, root_id, validator=validator, apply=apply)
+        check_org(org)
+        with self._conn(org) as conn:
+            return replay(conn, self.settings, self._embed, org, root_id, validator=validator, apply=apply)
 
     @db.guarded(retry=False)
     def invalidate_source(self, source: str, *, org: str = "default", at: datetime | None = None) -> int:
         """The system `source` changed: end the valid time at `at` (default now) of every live memory it
         owns, as new versions, logged as one 'invalidate_source' decision. Returns how many ended."""
-        from .policy import invalidate_source
-        from .replay import require_org
+        from .admin.orgs import require_org
+        from .admin.sources import invalidate_source
 
         with self._conn(org) as conn:
             require_org(conn, org)
@@ -424,11 +438,29 @@ class Fabric:
         return len(ids)
 
     @db.guarded(retry=True)
+    def require_org(self, org: str) -> None:
+        """Raise `UnknownOrg` (a NotFound) when nothing was ever written to `org`: an admin command's
+        typo must not read as "nothing there"."""
+        from .admin.orgs import require_org
+
+        with self._conn(org) as conn:
+            require_org(conn, org)
+
+    @db.guarded(retry=True)
+    def writes_summary(self, receipts: Sequence[WriteReceipt]) -> dict[str, dict[str, int]]:
+        """Of these writes: how many are in each status, and how many placed by each decision kind."""
+        if not receipts:
+            return calls.writes_summary([])
+        with self._conn() as conn:
+            rows = conn.execute(q("writes_summary"), calls.writes_summary_params(receipts)).fetchall()
+        return calls.writes_summary(rows)
+
+    @db.guarded(retry=True)
     def stats(self, org: str | None = None) -> dict[str, Any]:
         """Per org: memories live/superseded/retracted, writes by status, decisions by action:kind,
         policy refusals by kind."""
-        from .policy import stats
-        from .replay import UnknownOrg
+        from .admin.orgs import UnknownOrg
+        from .admin.stats import stats
 
         if org is not None:
             check_org(org)
@@ -473,6 +505,6 @@ def terminate_worker(proc: subprocess.Popen | None) -> None:
         proc.wait(5)
 
 
-def _set_org(conn: psycopg.Connection | psycopg.Cursor, org: str) -> None:
+def _set_org(conn: Conn | psycopg.Cursor, org: str) -> None:
     """Act for `org` until the transaction ends (row-level security keys on it)."""
     conn.execute(calls.SET_ORG_SQL, (org,))

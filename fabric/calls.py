@@ -50,7 +50,8 @@ def plan_accept(reqs: Sequence[WriteRequest], batch: int
 
     Returns (rows: (write id, request, job id), jobs: (job id, org, [write ids]), orgs sorted)."""
     from . import queue as fq  # redis and rq: imported by writes only
-    rows, jobs = [], []
+    rows: list[tuple[uuid.UUID, WriteRequest, str]] = []
+    jobs: list[tuple[str, str, list[str]]] = []
     for start in range(0, len(reqs), batch):
         chunk = reqs[start:start + batch]
         by_org: dict[str, list[str]] = {}
@@ -131,7 +132,8 @@ def search_results(rows: Sequence[Mapping[str, Any]], near: Mapping[uuid.UUID, S
     for r in rows:
         m = Memory.from_row(r)
         if explain:
-            m.ranks = {"vector": r["vector_rank"], "lexical": r["lexical_rank"]}
+            m.ranks = {"vector": r["vector_rank"], "lexical": r["lexical_rank"],
+                       "attribute": r.get("attribute_match")}   # hybrid only: 1 = states the attribute asked
         m.context = [Memory.from_row(c) for c in near.get(m.id, [])]
         out.append(m)
     return out
@@ -143,7 +145,7 @@ def current_value_params(subject: object, relation: object, *, org: object, vali
     check_text("subject", subject)
     check_text("relation", relation)
     valid_at, known_at = times(valid_at, known_at)
-    return {"org": org, "subject": subject.strip(), "relation": relation.strip().lower(),
+    return {"org": org, "subject": str(subject).strip(), "relation": str(relation).strip().lower(),
             "valid_at": valid_at, "known_at": known_at}
 
 
@@ -176,3 +178,20 @@ def check_reason(reason: object) -> None:
     if reason is None or (isinstance(reason, str) and not reason.strip()):
         raise ValidationError("reason", "a retraction needs a reason")
     check_text("reason", reason)
+
+
+# ---------------------------------------------------------------- admin helpers
+
+def writes_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """`writes_summary` rows (status, decision kind, n) folded: writes per status, placements per kind."""
+    status: dict[str, int] = {}
+    decisions: dict[str, int] = {}
+    for r in rows:
+        status[r["status"]] = status.get(r["status"], 0) + r["n"]
+        if r["kind"]:
+            decisions[r["kind"]] = decisions.get(r["kind"], 0) + r["n"]
+    return {"status": status, "decisions": decisions}
+
+
+def writes_summary_params(receipts: Sequence[WriteReceipt]) -> dict[str, Any]:
+    return {"orgs": [r.org for r in receipts], "ids": [r.id for r in receipts]}

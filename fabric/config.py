@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import AliasChoices, Field
@@ -80,7 +80,7 @@ class Settings(BaseSettings):
         return self.validator == "auto" and bool(self.openai_base_url and self.llm_model)
 
     @classmethod
-    def from_env(cls, **overrides: object) -> "Settings":
+    def from_env(cls, **overrides: object) -> Settings:
         """Read the environment, then apply explicit overrides (None overrides are ignored)."""
-        values = {k: v for k, v in overrides.items() if v is not None}
+        values: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
         return cls(**values)

@@ -7,7 +7,7 @@ import logging
 import re
 from importlib import resources
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -19,6 +19,11 @@ from .errors import DatabaseError, FabricError, PgvectorMissing, StoreUnavailabl
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# fabric's connections return rows as dicts (the pool's row_factory, `DictRow`); annotated as rows of
+# Any, so a function typed with the bare `psycopg.Connection` can take one too.
+Conn = psycopg.Connection[Any]
+Pool = ConnectionPool[Conn]
 
 
 def migrations_dir() -> Path:
@@ -33,7 +38,15 @@ def sqlalchemy_engine(url: str):
     return create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(url), poolclass=pool.NullPool)
 
 
-def _configure(conn: psycopg.Connection) -> None:
+def one(cur: psycopg.Cursor[Any]) -> Any:
+    """The row of a statement that always returns one (a count, the clock, EXISTS)."""
+    row = cur.fetchone()
+    if row is None:  # only a statement that is not of that kind gets here
+        raise DatabaseError("the statement returned no row")
+    return row
+
+
+def _configure(conn: Conn) -> None:
     try:
         register_vector(conn)
     except psycopg.ProgrammingError as exc:
@@ -43,9 +56,9 @@ def _configure(conn: psycopg.Connection) -> None:
     conn.commit()
 
 
-def make_pool(url: str, *, min_size: int = 1, max_size: int = 8) -> ConnectionPool:
-    pool = ConnectionPool(
-        url, min_size=min_size, max_size=max_size, open=False, configure=_configure,
+def make_pool(url: str, *, min_size: int = 1, max_size: int = 8) -> Pool:
+    pool = Pool(
+        url, connection_class=Conn, min_size=min_size, max_size=max_size, open=False, configure=_configure,
         kwargs={"row_factory": dict_row, "autocommit": False}, name="fabric",
     )
     try:
@@ -74,10 +87,10 @@ def is_connection_loss(exc: BaseException) -> bool:
     return False
 
 
-def server_reachable(pool: ConnectionPool, timeout: int = 3) -> bool:
+def server_reachable(pool: ConnectionPool[Any], timeout: int = 3) -> bool:
     """Can a new session be opened right now? (Used only after a failure, never on the hot path.)"""
     try:
-        psycopg.connect(pool.conninfo, connect_timeout=timeout).close()
+        psycopg.connect(str(pool.conninfo), connect_timeout=timeout).close()
     except psycopg.Error:
         return False
     return True

@@ -8,7 +8,7 @@ import hashlib
 import os
 import threading
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -24,6 +24,11 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-normalised float32 vectors, one row per text."""
         ...
+
+
+# What a caller that embeds only sometimes takes: texts in, vectors out (e.g. `Fabric._embed`, which
+# loads the model on first use).
+Embed = Callable[[Sequence[str]], np.ndarray]
 
 
 # The files the local model is known by. A file that differs is refused: vectors already stored

@@ -19,14 +19,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, TextIO
+from typing import TYPE_CHECKING, Callable, Iterable, TextIO
 
 import psycopg
 from psycopg import sql
 
+from .db import one
 from .errors import FabricError, ValidationError
 from .sql import q
 from .types import check_org
+
+if TYPE_CHECKING:
+    from .db import Conn
 
 FORMAT = "fabric-export"
 VERSION = 1
@@ -61,7 +65,7 @@ class Table:
     depends_on: set[str] = field(default_factory=set)
 
 
-def org_tables(conn: psycopg.Connection) -> list[Table]:
+def org_tables(conn: Conn) -> list[Table]:
     """The tables an org's data lives in, parents before children (foreign-key order)."""
     tables = {r["table_name"]: Table(r["table_name"], list(r["columns"]))
               for r in conn.execute(q("export_tables")).fetchall() if r["table_name"] not in NOT_EXPORTED}
@@ -87,14 +91,14 @@ def org_tables(conn: psycopg.Connection) -> list[Table]:
     return ordered
 
 
-def _schema_revision(conn: psycopg.Connection) -> str | None:
+def _schema_revision(conn: Conn) -> str | None:
     row = conn.execute(q("export_schema_revision")).fetchone()
     return row["version_num"] if row else None
 
 
 # ---------------------------------------------------------------- export
 
-def export_org(conn: psycopg.Connection, org: str, out: TextIO, *, progress: Progress | None = None,
+def export_org(conn: Conn, org: str, out: TextIO, *, progress: Progress | None = None,
                on_counts: Callable[[dict[str, int]], None] | None = None) -> dict[str, int]:
     """Write every row of `org` to `out` as JSON Lines, from one consistent snapshot. Returns row counts.
 
@@ -107,8 +111,8 @@ def export_org(conn: psycopg.Connection, org: str, out: TextIO, *, progress: Pro
         with conn.transaction():
             conn.execute("SELECT set_config('fabric.org', %s, true)", (org,))
             tables = org_tables(conn)
-            counts = {t.name: conn.execute(sql.SQL("SELECT count(*) AS n FROM {} WHERE org = %s").format(
-                sql.Identifier(SCHEMA, t.name)), (org,)).fetchone()["n"] for t in tables}
+            counts = {t.name: one(conn.execute(sql.SQL("SELECT count(*) AS n FROM {} WHERE org = %s").format(
+                sql.Identifier(SCHEMA, t.name)), (org,)))["n"] for t in tables}
             if counts.get("orgs", 0) == 0:
                 raise ValidationError("org", f"no org {org!r} in this database")
             if on_counts:
@@ -124,7 +128,7 @@ def export_org(conn: psycopg.Connection, org: str, out: TextIO, *, progress: Pro
     return counts
 
 
-def _export_table(conn: psycopg.Connection, t: Table, org: str, out: TextIO, progress: Progress | None) -> None:
+def _export_table(conn: Conn, t: Table, org: str, out: TextIO, progress: Progress | None) -> None:
     query = sql.SQL("SELECT to_jsonb(r)::text AS row_json FROM (SELECT {cols} FROM {table} WHERE org = %s "
                     "ORDER BY {key}) r").format(
         cols=sql.SQL(", ").join(map(sql.Identifier, t.columns)), table=sql.Identifier(SCHEMA, t.name),
@@ -168,7 +172,7 @@ def read_header(first_line: str) -> Header:
     return Header(h["org"], h.get("schema_revision"), tables, counts)
 
 
-def import_org(conn: psycopg.Connection, lines: Iterable[str], *, org: str | None = None,
+def import_org(conn: Conn, lines: Iterable[str], *, org: str | None = None,
                progress: Progress | None = None, on_header: Callable[[Header], None] | None = None
                ) -> dict[str, int]:
     """Restore an export into an org with no data in this database (default: the exported org's name;
@@ -200,7 +204,7 @@ def import_org(conn: psycopg.Connection, lines: Iterable[str], *, org: str | Non
     return seen
 
 
-def _check_target(conn: psycopg.Connection, header: Header, org: str) -> list[Table]:
+def _check_target(conn: Conn, header: Header, org: str) -> list[Table]:
     tables = org_tables(conn)
     by_name = {t.name: t for t in tables}
     for name, cols in header.tables.items():
@@ -211,15 +215,15 @@ def _check_target(conn: psycopg.Connection, header: Header, org: str) -> list[Ta
         if missing:
             raise ImportRefused(f"table {name!r} of this database lacks column(s) {', '.join(missing)} the "
                                 f"export carries (export from schema {header.schema_revision}); nothing imported")
-    busy = [t.name for t in tables if conn.execute(sql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE org = %s) AS x")
-                                                   .format(sql.Identifier(SCHEMA, t.name)), (org,)).fetchone()["x"]]
+    busy = [t.name for t in tables if one(conn.execute(sql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE org = %s) AS x")
+                                                       .format(sql.Identifier(SCHEMA, t.name)), (org,)))["x"]]
     if busy:
         raise ImportRefused(f"org {org!r} already has rows in {', '.join(busy)}: import goes into an empty org "
                             f"(choose another name with --org)")
     return tables
 
 
-def _stage(conn: psycopg.Connection, lines: Iterable[str], header: Header, org: str,
+def _stage(conn: Conn, lines: Iterable[str], header: Header, org: str,
            progress: Progress | None) -> dict[str, int]:
     """Check every line and COPY it into the staging table. Returns rows per table."""
     seen: dict[str, int] = {}
@@ -250,11 +254,11 @@ def _stage(conn: psycopg.Connection, lines: Iterable[str], header: Header, org: 
     return seen
 
 
-def _move_table(conn: psycopg.Connection, t: Table, columns: list[str]) -> None:
+def _move_table(conn: Conn, t: Table, columns: list[str]) -> None:
     """Insert a table's staged rows; a table that references itself goes in passes, referenced rows first."""
     target = sql.Identifier(SCHEMA, t.name)
     record = sql.SQL("jsonb_populate_record(NULL::{}, s.row_data)").format(target)
-    ready = [sql.SQL("true")]
+    ready: list[sql.Composable] = [sql.SQL("true")]
     for cols, ref_cols in t.self_refs:
         field_of = lambda c: sql.SQL("({}).{}").format(record, sql.Identifier(c))  # noqa: E731
         refs = sql.SQL(", ").join(field_of(c) for c in cols)
@@ -277,16 +281,16 @@ def _move_table(conn: psycopg.Connection, t: Table, columns: list[str]) -> None:
                 moved = conn.execute(step, {"table_name": t.name}).rowcount
         except psycopg.DataError as exc:
             raise _find_bad_line(conn, t, exc) from exc
-        left = conn.execute("SELECT count(*) AS n FROM fabric_import_stage WHERE table_name = %s AND NOT done",
-                            (t.name,)).fetchone()["n"]
+        left = one(conn.execute("SELECT count(*) AS n FROM fabric_import_stage WHERE table_name = %s AND NOT done",
+                                (t.name,)))["n"]
         if left == 0:
             return
         if moved == 0:
-            first = conn.execute(q("import_stage_lines"), {"table_name": t.name}).fetchone()
+            first = one(conn.execute(q("import_stage_lines"), {"table_name": t.name}))
             raise ExportFormatError(first["line"], f"{t.name} row references a row the file does not hold")
 
 
-def _find_bad_line(conn: psycopg.Connection, t: Table, exc: Exception) -> Exception:
+def _find_bad_line(conn: Conn, t: Table, exc: Exception) -> Exception:
     """A staged value the column type refuses: name its line."""
     check = sql.SQL("SELECT jsonb_populate_record(NULL::{}, %s::jsonb) IS NOT NULL").format(
         sql.Identifier(SCHEMA, t.name))

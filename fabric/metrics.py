@@ -75,7 +75,7 @@ def embedded(n_texts: int, seconds: float) -> None:
     EMBEDDING_SECONDS.observe(seconds)
 
 
-def decided(d: "Decision") -> None:
+def decided(d: Decision) -> None:
     """A validator's decision: counts an LLM call, its tokens and latency."""
     if d.called and d.validator == "llm":
         LLM_CALLS.labels("ok").inc()
@@ -94,7 +94,7 @@ def requeued(n: int) -> None:
 class StoreCollector(Collector):
     """Pending and parked writes from Postgres; policy refusals by kind from Redis."""
 
-    def __init__(self, pool: "ConnectionPool", redis_client: "redis.Redis | None", *, org_label: bool = False):
+    def __init__(self, pool: ConnectionPool[Any], redis_client: redis.Redis | None, *, org_label: bool = False):
         self.pool, self.redis, self.org_label = pool, redis_client, org_label
 
     def collect(self) -> Iterator[Any]:
@@ -116,16 +116,16 @@ class StoreCollector(Collector):
         except Exception as exc:  # a scrape must not take the worker down; the gap shows on the dashboard
             log.warning("open writes not read", extra={"action": "metrics", "error": str(exc)})
         if self.redis is not None:
-            yield from self._refusals()
+            yield from self._refusals(self.redis)
 
-    def _refusals(self) -> Iterator[Any]:
-        from .policy import refusal_counts
+    def _refusals(self, client: redis.Redis) -> Iterator[Any]:
+        from .write.policy import refusal_counts
 
         labels = ["org", "kind"] if self.org_label else ["kind"]
         family = CounterMetricFamily("fabric_policy_refusals", "Writes refused by the write policy, by kind "
                                      "(counted in Redis by every process that accepts writes).", labels=labels)
         try:
-            counts = refusal_counts(self.redis)
+            counts = refusal_counts(client)
         except Exception as exc:
             log.warning("refusal counts not read", extra={"action": "metrics", "error": str(exc)})
             return
@@ -144,7 +144,7 @@ class StoreCollector(Collector):
 _collector: StoreCollector | None = None
 
 
-def serve(port: int, *, pool: "ConnectionPool | None" = None, redis_client: "redis.Redis | None" = None,
+def serve(port: int, *, pool: ConnectionPool | None = None, redis_client: redis.Redis | None = None,
           org_label: bool = False, addr: str = "0.0.0.0") -> None:
     """Expose this process's metrics (plus the store's, given a pool) at http://addr:port/metrics."""
     global _collector

@@ -12,6 +12,7 @@ from typing import Iterable, Sequence
 import redis
 from rq import Queue, Retry, Worker
 from rq.job import Job, JobStatus
+from rq.worker import BaseWorker
 
 from .errors import QueueError
 
@@ -70,14 +71,14 @@ def _enqueue_into(pipe, queue: Queue, jobs: Sequence[tuple[str, str, list[str]]]
     queue.enqueue_many(datas, pipeline=pipe)
 
 
-def listening_workers(queue: Queue) -> list[Worker]:
+def listening_workers(queue: Queue) -> list[BaseWorker]:
     try:
         return [w for w in Worker.all(queue=queue) if not _worker_dead(w)]
     except (redis.ConnectionError, redis.TimeoutError, OSError):
         return []
 
 
-def _worker_dead(worker: Worker) -> bool:
+def _worker_dead(worker: BaseWorker) -> bool:
     """A worker on this host whose process is gone is dead now, not when its Redis key expires."""
     if worker.hostname == socket.gethostname() and worker.pid:
         try:
@@ -140,7 +141,7 @@ def _stranded(conn: redis.Redis, jobs: Sequence[Job]) -> set[str]:
     started: dict[str, set[str]] = {}
     for name, queue in queues.items():
         entries = conn.zrange(queue.started_job_registry.key, 0, -1)  # "job_id:execution_id"
-        started[name] = {(e.decode() if isinstance(e, bytes) else e).split(":")[0] for e in entries}
+        started[name] = {(e.decode() if isinstance(e, bytes) else str(e)).split(":")[0] for e in entries}
     with conn.pipeline(transaction=False) as pipe:
         for job in jobs:
             queue = queues[job.origin]

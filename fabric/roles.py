@@ -15,15 +15,19 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Literal
+from typing import TYPE_CHECKING, Any, Iterable, Literal
 
 import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from .db import one
 from .errors import FabricError, NotFound, TenantAccessDenied, ValidationError  # noqa: F401 (re-exported)
 from .sql import q
 from .types import check_org
+
+if TYPE_CHECKING:
+    from .db import Conn
 
 log = logging.getLogger(__name__)
 
@@ -43,15 +47,20 @@ class RoleNotFound(NotFound):
     """No such role (or no such grant of an org to it)."""
 
     def __init__(self, name: str, org: str | None = None):
-        self.what, self.ident, self.org = "role", name, org
+        self.what, self.ident = "role", name
+        self.org = org  # type: ignore[assignment]  # a role is cluster-wide: it may name no org
         FabricError.__init__(self, f"role {name!r} has no grant of org {org!r}" if org is not None
                              else f"no role {name!r} in this PostgreSQL cluster")
+
+
+RoleKind = Literal["analyst", "service", "analyst+service"]
+Cursor = psycopg.Cursor[Any]  # rows are dicts (dict_row)
 
 
 @dataclass(frozen=True, slots=True)
 class RoleInfo:
     name: str
-    kind: Literal["analyst", "service", "analyst+service"]
+    kind: RoleKind
     login: bool
     orgs: tuple[str, ...] = field(default_factory=tuple)
 
@@ -89,10 +98,10 @@ def _check_password(password: str | None) -> None:
         raise ValidationError("password", "must be a non-empty string (or omitted)")
 
 
-def _ready(cur: psycopg.Cursor) -> None:
-    if not cur.execute(q("tenant_grants_present")).fetchone()["present"]:
+def _ready(cur: Cursor) -> None:
+    if not one(cur.execute(q("tenant_grants_present")))["present"]:
         raise FabricError("this database has no fabric.tenant_grants: run `fabric migrate` first")
-    n = cur.execute(q("role_groups_present"), _groups()).fetchone()["n"]
+    n = one(cur.execute(q("role_groups_present"), _groups()))["n"]
     if n != 2:
         raise FabricError(f"the roles {SERVICE_GROUP} and {ANALYST_GROUP} are missing: run `fabric migrate`")
 
@@ -101,11 +110,11 @@ def _groups() -> dict[str, str]:
     return {"service_group": SERVICE_GROUP, "analyst_group": ANALYST_GROUP}
 
 
-def _describe(cur: psycopg.Cursor, name: str) -> dict | None:
+def _describe(cur: Cursor, name: str) -> dict[str, Any] | None:
     return cur.execute(q("role_describe"), {"name": name, **_groups()}).fetchone()
 
 
-def _ddl(cur: psycopg.Cursor, template: str, **parts: sql.Composable) -> None:
+def _ddl(cur: Cursor, template: str, **parts: sql.Composable) -> None:
     try:
         cur.execute(sql.SQL(q(template)).format(**parts))
     except psycopg.errors.InsufficientPrivilege as exc:
@@ -121,7 +130,7 @@ def _password(password: str | None) -> sql.Composable:
     return sql.Literal(password) if password is not None else sql.SQL("NULL")
 
 
-def _create_login(cur: psycopg.Cursor, name: str, group: str, password: str | None) -> None:
+def _create_login(cur: Cursor, name: str, group: str, password: str | None) -> None:
     if _describe(cur, name) is not None:
         raise RoleError(f"role {name!r} already exists; pick another name"
                         + (" or add orgs with `fabric roles grant`" if group == SERVICE_GROUP else ""))
@@ -129,7 +138,7 @@ def _create_login(cur: psycopg.Cursor, name: str, group: str, password: str | No
     _ddl(cur, "role_grant_group", group=sql.Identifier(group), role=sql.Identifier(name))
 
 
-def create_analyst(conn: psycopg.Connection, name: str, *, password: str | None = None) -> RoleInfo:
+def create_analyst(conn: Conn, name: str, *, password: str | None = None) -> RoleInfo:
     """Create a LOGIN role that can read the analyst surface (every org) and nothing else."""
     check_role_name(name)
     _check_password(password)
@@ -142,7 +151,7 @@ def create_analyst(conn: psycopg.Connection, name: str, *, password: str | None 
     return info
 
 
-def create_service(conn: psycopg.Connection, name: str, *, orgs: Iterable[str],
+def create_service(conn: Conn, name: str, *, orgs: Iterable[str],
                    password: str | None = None) -> RoleInfo:
     """Create a LOGIN role for a service, granted `orgs` (at least one)."""
     check_role_name(name)
@@ -159,7 +168,7 @@ def create_service(conn: psycopg.Connection, name: str, *, orgs: Iterable[str],
     return info
 
 
-def _service_role(cur: psycopg.Cursor, name: str) -> dict:
+def _service_role(cur: Cursor, name: str) -> dict:
     row = _describe(cur, name)
     if row is None:
         raise RoleNotFound(name)
@@ -169,12 +178,18 @@ def _service_role(cur: psycopg.Cursor, name: str) -> dict:
     return row
 
 
-def grant(conn: psycopg.Connection, name: str, *, orgs: Iterable[str]) -> RoleInfo:
-    """Let a service role act for more orgs."""
+def _role_and_orgs(name: str, orgs: Iterable[str]) -> list[str]:
+    """A grant or revoke names a role and at least one org: both checked."""
     check_role_name(name)
-    orgs = _check_orgs(orgs)
-    if not orgs:
+    checked = _check_orgs(orgs)
+    if not checked:
         raise ValidationError("org", "name at least one org (--org ORG)")
+    return checked
+
+
+def grant(conn: Conn, name: str, *, orgs: Iterable[str]) -> RoleInfo:
+    """Let a service role act for more orgs."""
+    orgs = _role_and_orgs(name, orgs)
     with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
         _ready(cur)
         _service_role(cur, name)
@@ -182,12 +197,9 @@ def grant(conn: psycopg.Connection, name: str, *, orgs: Iterable[str]) -> RoleIn
         return _info(cur, name)
 
 
-def revoke(conn: psycopg.Connection, name: str, *, orgs: Iterable[str]) -> RoleInfo:
+def revoke(conn: Conn, name: str, *, orgs: Iterable[str]) -> RoleInfo:
     """Stop a service role acting for these orgs (it keeps its other grants)."""
-    check_role_name(name)
-    orgs = _check_orgs(orgs)
-    if not orgs:
-        raise ValidationError("org", "name at least one org (--org ORG)")
+    orgs = _role_and_orgs(name, orgs)
     with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
         _ready(cur)
         _service_role(cur, name)
@@ -197,7 +209,7 @@ def revoke(conn: psycopg.Connection, name: str, *, orgs: Iterable[str]) -> RoleI
         return _info(cur, name)
 
 
-def drop(conn: psycopg.Connection, name: str) -> None:
+def drop(conn: Conn, name: str) -> None:
     """Drop a role fabric created (an analyst or service member), with its org grants."""
     check_role_name(name)
     with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
@@ -212,7 +224,7 @@ def drop(conn: psycopg.Connection, name: str) -> None:
     log.info("role dropped", extra={"action": "drop_role", "role": name})
 
 
-def list_roles(conn: psycopg.Connection) -> list[RoleInfo]:
+def list_roles(conn: Conn) -> list[RoleInfo]:
     """Every analyst and service role, with the orgs granted to each in this database."""
     with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
         _ready(cur)
@@ -220,14 +232,17 @@ def list_roles(conn: psycopg.Connection) -> list[RoleInfo]:
     return [_row_info(r) for r in rows]
 
 
-def _info(cur: psycopg.Cursor, name: str) -> RoleInfo:
+def _info(cur: Cursor, name: str) -> RoleInfo:
     row = _describe(cur, name)
+    if row is None:
+        raise RoleNotFound(name)
     orgs = [r["org"] for r in cur.execute(q("role_orgs"), {"role": name}).fetchall()]
     return _row_info({**row, "orgs": orgs})
 
 
-def _row_info(row: dict) -> RoleInfo:
-    kind = "analyst+service" if row["service"] and row["analyst"] else ("service" if row["service"] else "analyst")
+def _row_info(row: dict[str, Any]) -> RoleInfo:
+    kind: RoleKind = ("analyst+service" if row["service"] and row["analyst"]
+                      else "service" if row["service"] else "analyst")
     return RoleInfo(name=row["name"], kind=kind, login=row["login"], orgs=tuple(row["orgs"] or ()))
 
 
@@ -242,5 +257,5 @@ def role_url(database_url: str, name: str, password: str | None = None) -> str:
         # The owner's password must not travel with another role's name.
         parts = psycopg.conninfo.conninfo_to_dict(conninfo)
         parts.pop("password", None)
-        conninfo = psycopg.conninfo.make_conninfo(**parts)
+        conninfo = psycopg.conninfo.make_conninfo("", **parts)
     return conninfo

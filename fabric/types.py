@@ -152,7 +152,7 @@ class WriteRequest:
     metadata: Mapping[str, Any] | None = None
 
     @classmethod
-    def build(cls, content: object, *, max_chars: int = 8000, **kw: Any) -> "WriteRequest":
+    def build(cls, content: object, *, max_chars: int = 8000, **kw: Any) -> WriteRequest:
         known = {f.name for f in fields(cls)}
         unknown = set(kw) - known
         if unknown:
@@ -260,10 +260,10 @@ class Memory:
     # Set by search when a result states another value of the same fact (subject, relation) than a
     # live memory valid from later among the same results: the id of that later one (the answer).
     conflict_with: uuid.UUID | None = None
-    context: list["Memory"] = field(default_factory=list)
+    context: list[Memory] = field(default_factory=list)
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "Memory":
+    def from_row(cls, row: Mapping[str, Any]) -> Memory:
         return cls(**{k: row[k] for k in _MEMORY_COLUMNS if k in row},
                    metadata=row.get("metadata") or {})
 
@@ -297,5 +297,5 @@ class DecisionRecord:
     reverted_by: uuid.UUID | None
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "DecisionRecord":
+    def from_row(cls, row: Mapping[str, Any]) -> DecisionRecord:
         return cls(**{f.name: row[f.name] for f in fields(cls)})

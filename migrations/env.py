@@ -44,7 +44,7 @@ def run_migrations_online() -> None:
             context.run_migrations()
         return
     from fabric.db import sqlalchemy_engine
-    from fabric.embedded import postgres_url
+    from fabric.servers import postgres_url
 
     settings = Settings.from_env()
     engine = sqlalchemy_engine(settings.database_url or postgres_url(settings.data_dir))

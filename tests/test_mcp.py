@@ -203,7 +203,8 @@ def test_http_every_tool_tenancy_and_refusals(http_server, org, pg):
                              relation="boat", value="blue canoe")
             assert own["decision"] == "new_branch", "org A's memory must not be a candidate for org B's write"
         async with http_client(url, tokens[org]) as a:
-            assert (await call(a, "current_value", subject="Bo Lind", relation="boat"))["memory"]["value"] == "red kayak"
+            boat = await call(a, "current_value", subject="Bo Lind", relation="boat")
+            assert boat["memory"]["value"] == "red kayak"
 
     asyncio.run(main())
     # Refused before any tool runs: no token, a wrong token, a Host not on the allow-list.

@@ -60,7 +60,8 @@ def test_the_worker_uses_the_model_files_its_fabric_was_given(database_url, redi
 def test_a_file_that_is_not_the_model_is_refused_naming_the_setting(tmp_path):
     altered = tmp_path / "tokenizer.json"
     altered.write_bytes(TOKENIZER_FILE.read_bytes().replace(b'"[UNK]"', b'"[UNX]"', 1))
-    with pytest.raises(ConfigurationError, match=r"FABRIC_TOKENIZER_PATH: .*tokenizer.json has sha256 .*, expected be50c3"):
+    with pytest.raises(ConfigurationError,
+                       match=r"FABRIC_TOKENIZER_PATH: .*tokenizer.json has sha256 .*, expected be50c3"):
         tokenizer_file(altered)
     with pytest.raises(ConfigurationError, match=r"FABRIC_EMBEDDING_MODEL_PATH: cannot read .*missing.onnx"):
         model_file(tmp_path / "missing.onnx")

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from fabric.errors import NotFound, PolicyRefused, ValidationError
-from fabric.policy import REFUSED_KEY, refusal_counts
+from fabric.write.policy import REFUSED_KEY, refusal_counts
 from fabric.types import utcnow
 
 

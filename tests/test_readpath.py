@@ -11,7 +11,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from fabric import embedded
+from fabric import servers
 from fabric.errors import ConfigurationError
 from fabric.read import search as search_mod
 
@@ -103,7 +103,8 @@ def test_a_term_too_common_in_the_org_is_not_scanned(fab, pg, org):
         INSERT INTO fabric.memories (org, id, root_id, content, placement, embedding, created_at)
         SELECT %(org)s, u, u, CASE WHEN i = 0 THEN 'the zebra quokka sighting' ELSE 'routine zebra note ' || i END,
                'new_branch', %(vec)s::vector, now()
-        FROM (SELECT i, gen_random_uuid() AS u FROM generate_series(0, %(n)s) AS i) AS s""", {"org": org, "vec": vec, "n": common})
+        FROM (SELECT i, gen_random_uuid() AS u FROM generate_series(0, %(n)s) AS i) AS s""",
+               {"org": org, "vec": vec, "n": common})
     pg.execute("""
         INSERT INTO fabric.memory_versions (org, memory_id, version, valid_from, state, decision_id, recorded_at)
         SELECT org, id, 1, '2020-01-01', 'live', %(did)s, now() FROM fabric.memories WHERE org = %(org)s""",
@@ -157,7 +158,7 @@ def test_hnsw_index_builds_on_the_embedded_server(pg):
 
 def test_memory_settings_follow_the_machine():
     gib = 1024 ** 3
-    small, big = embedded.memory_settings(2 * gib), embedded.memory_settings(64 * gib)
+    small, big = servers.memory_settings(2 * gib), servers.memory_settings(64 * gib)
     assert small == {"shared_buffers": "512MB", "effective_cache_size": "1536MB",
                      "maintenance_work_mem": "128MB", "work_mem": "8MB"}
     assert big["shared_buffers"] == "16384MB" and big["maintenance_work_mem"] == "4096MB"
@@ -166,7 +167,7 @@ def test_memory_settings_follow_the_machine():
 
 @pytest.mark.skipif(not embedded_default(), reason="the embedded server's own settings")
 def test_embedded_server_runs_with_the_sized_settings(pg):
-    expected = embedded.memory_settings(embedded.machine_memory_bytes())
+    expected = servers.memory_settings(servers.machine_memory_bytes())
     for name, value in expected.items():
         shown = pg.execute(f"SELECT pg_size_bytes(current_setting('{name}'))").fetchone()[0]
         assert shown == pg.execute("SELECT pg_size_bytes(%s)", (value,)).fetchone()[0], name
@@ -184,15 +185,15 @@ def test_a_postgres_16_folder_keeps_working():
     with psycopg.connect(old.get_uri("fabric"), autocommit=True) as conn:
         conn.execute("CREATE TABLE kept (note text)")
         conn.execute("INSERT INTO kept VALUES ('from the old server')")
-    assert embedded.stop_postgres(data_dir)
+    assert servers.stop_postgres(data_dir)
     try:
-        url = embedded.postgres_url(data_dir)
+        url = servers.postgres_url(data_dir)
         with psycopg.connect(url) as conn:
             assert conn.execute("SELECT note FROM kept").fetchone()[0] == "from the old server"
             assert conn.execute("SHOW server_version_num").fetchone()[0].startswith("16")
-        assert embedded.folder_major(data_dir / "pg") == 16
+        assert servers.folder_major(data_dir / "pg") == 16
     finally:
-        embedded.stop_postgres(data_dir)
+        servers.stop_postgres(data_dir)
 
 
 def test_a_folder_of_another_major_is_refused_untouched():
@@ -201,5 +202,42 @@ def test_a_folder_of_another_major_is_refused_untouched():
     pgdata.mkdir()
     (pgdata / "PG_VERSION").write_text("15\n")
     with pytest.raises(ConfigurationError, match="PostgreSQL 15"):
-        embedded.postgres_url(data_dir)
+        servers.postgres_url(data_dir)
     assert sorted(p.name for p in pgdata.iterdir()) == ["PG_VERSION"]
+
+
+def test_the_index_statement_answers_as_the_exact_one(fab, org):
+    """Vector mode runs the index scan alone (search_vector_current / search_vector_at) and search_vector
+    (with the exact scan) only when it comes up short: both give the same rows, current state and time travel,
+    and a search for more than the org holds still returns every memory that holds, nearest first."""
+    put(fab, org, "Noor Haddad lives in Amman.", ("Noor Haddad", "city", "Amman"), T(2019))
+    put(fab, org, "Noor Haddad plays the oud on Fridays.", ("Noor Haddad", "hobby", "oud"), T(2019))
+    put(fab, org, "The Haddad family owns a bakery in Jabal Amman.", (None, None, None), T(2018))
+    moved = put(fab, org, "Noor Haddad lives in Beirut.", ("Noor Haddad", "city", "Beirut"), T(2024))
+    assert moved.decision == "contradiction_fork"
+    q = fab.embedder.embed(["where is Noor's home"])[0]
+    now = datetime.now(timezone.utc)
+    with fab.pool.connection() as conn:
+        iterative = search_mod.pgvector_version(conn) >= search_mod.ITERATIVE_SCAN_SINCE
+        for valid_at, current in ((now, True), (T(2020), False)):
+            params = search_mod.search_params(org=org, text="", vector=q, mode="vector", k=3, valid_at=valid_at,
+                                              known_at=now, current=current)
+            settings = search_mod.search_settings(params, ef_search=100, iterative=iterative)
+            first = search_mod.statement_for("vector", iterative, current)
+            assert first is (search_mod.VECTOR_CURRENT_SQL if current else search_mod.VECTOR_AT_SQL) or not iterative
+            by_index = search_mod._run(conn, settings, first, params)
+            exact = search_mod._run(conn, settings, search_mod.VECTOR_SQL, params)
+            assert len(exact) == 3
+            if len(by_index) == 3:   # the scan found them: the same rows, ranks and scores
+                assert by_index == exact
+            else:                    # it came up short (it may, in a graph shared with other orgs)
+                assert search_mod.fallback_for(first, by_index, params) is search_mod.VECTOR_SQL
+            found = search_mod.vector_search(conn, org=org, query=q, k=3, valid_at=valid_at, known_at=now,
+                                             current=current)
+            assert [r["id"] for r in found] == [r["id"] for r in exact], (current, len(by_index))
+        everything = search_mod.vector_search(conn, org=org, query=q, k=10, valid_at=now, known_at=now,
+                                              current=True)
+    # three memories hold now (Amman is superseded), ranked by similarity
+    assert len(everything) == 3 and moved.memory_id in [r["id"] for r in everything]
+    assert [r["vector_rank"] for r in everything] == [1, 2, 3]
+    assert [r["score"] for r in everything] == sorted((r["score"] for r in everything), reverse=True)

@@ -195,7 +195,8 @@ def test_names_numbers_and_roles():
 
 
 def test_keyed_values_compare_as_numbers_and_names_do(rules, embedder):
-    d, _ = decide(rules, embedder, "Project Falcon's budget is $2M.", "Project Falcon has a budget of 2 million dollars.",
+    d, _ = decide(rules, embedder, "Project Falcon's budget is $2M.",
+                  "Project Falcon has a budget of 2 million dollars.",
                   key=("Project Falcon", "budget", "2 million"), old_key=("Project Falcon", "budget", "$2M"))
     assert d.kind == "duplicate", d.reason
     d, _ = decide(rules, embedder, "Project Falcon's budget is $2M.", "Project Falcon's budget is $3M.",

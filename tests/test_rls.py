@@ -96,7 +96,7 @@ def test_service_reads_only_its_org(tenants, relation):
     # Setting the org by hand to one it was not granted opens nothing, of either org.
     with svc_conn(tenants, b) as conn:
         assert count_by_org(conn, relation) == {}
-        conn.execute("SET fabric.org = %s" % psycopg.sql.quote(b))  # the plain SET form too
+        conn.execute(f"SET fabric.org = {psycopg.sql.quote(b)}")  # the plain SET form too
         assert count_by_org(conn, relation) == {}
         assert conn.execute(sql.SQL("SELECT count(*) AS n FROM {} WHERE org = %s").format(
             sql.Identifier(*relation.split("."))), (b,)).fetchone()["n"] == 0
@@ -151,7 +151,7 @@ def test_service_cannot_write_another_orgs_rows(pg, tenants, set_org):
     a, b = tenants["a"], tenants["b"]
     before = fingerprint(pg, b)
     with svc_conn(tenants, tenants[set_org]) as conn:
-        for table, (stmt, extra) in _inserts(tenants, pg, b).items():
+        for stmt, extra in _inserts(tenants, pg, b).values():
             with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security|permission"):
                 conn.execute(stmt, {"org": b, "a": a, **extra})
         for table, stmt in UPDATES.items():
@@ -315,7 +315,7 @@ def test_library_reads_keep_their_indexes_under_rls(tenants):
         conn.execute("SET LOCAL enable_sort = off")
         plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + ANN_SQL, {
             "org": a, "q": np.full(384, 0.1, dtype=np.float32), "k": 5, "valid_at": now, "known_at": now,
-            "include_superseded": False, "live_only": False, "current": True}))
+            "include_superseded": False, "live_only": False, "current": True, "scan_limit": 10}))
         assert "ix_current_embeddings_embedding_hnsw" in plan, plan
 
 

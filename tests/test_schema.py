@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from alembic import command
 
-from fabric import embedded
+from fabric import servers
 from fabric.db import alembic_config, migrate, schema_revision, sqlalchemy_engine
 from fabric.errors import PgvectorMissing
 
@@ -46,16 +46,17 @@ def test_second_process_shares_the_embedded_servers(data_dir):
     if os.environ.get("DATABASE_URL") or os.environ.get("REDIS_URL"):
         pytest.skip("services given by URL: nothing embedded to share")
     pid_before = (data_dir / "pg" / "postmaster.pid").read_text().split()[0]
-    code = ("import sys; from pathlib import Path; from fabric import embedded; d = Path(sys.argv[1]);"
-            "print(embedded.postgres_url(d)); print(embedded.redis_url(d))")
+    code = ("import sys; from pathlib import Path; from fabric import servers; d = Path(sys.argv[1]);"
+            "print(servers.postgres_url(d)); print(servers.redis_url(d))")
     out = subprocess.run([sys.executable, "-c", code, str(data_dir)], capture_output=True, text=True, check=True)
     pg_url, redis_url = out.stdout.split()
     assert pid_before == (data_dir / "pg" / "postmaster.pid").read_text().split()[0]  # same postmaster
-    assert redis_url == embedded.redis_url(data_dir)
+    assert redis_url == servers.redis_url(data_dir)
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT count(*) FROM pg_stat_activity").fetchone()[0] >= 1
 
 
+@pytest.mark.integration  # a plain PostgreSQL of the machine's, when there is one
 def test_database_without_pgvector_is_a_clear_error():
     url = os.environ.get("FABRIC_TEST_PLAIN_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
     try:

@@ -303,9 +303,13 @@ def test_cli_creates_lists_and_drops_an_analyst(database_url):
     assert res.exit_code == 0, res.output
     created = json.loads(res.stdout)
     assert (created["name"], created["kind"], created["login"]) == (name, "analyst", True)
+    org = f"ana-{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(database_url, autocommit=True) as owner:
+        owner.execute("INSERT INTO fabric.orgs (org) VALUES (%s)", (org,))
     try:
         with psycopg.connect(created["conninfo"]) as conn:
-            assert conn.execute("SELECT count(*) FROM fabric_api.live_memories").fetchone()[0] >= 0
+            # The new analyst logs in and reads the surface across tenants: the org just made is there.
+            assert conn.execute("SELECT org FROM fabric_api.orgs WHERE org = %s", (org,)).fetchall() == [(org,)]
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute("SELECT * FROM fabric.memories")
         res = runner.invoke(app, ["roles", "list", "--json"], env=env)
@@ -333,3 +337,41 @@ def test_cli_refuses_bad_role_names(database_url, name, message):
     res = CliRunner().invoke(app, ["roles", "create-analyst", name], env={"DATABASE_URL": database_url})
     assert res.exit_code == 2
     assert "invalid name" in res.output and message in re.sub(r"\s+", " ", res.output)
+
+
+# ---------------------------------------------------------------------------------------------- surface files
+
+SURFACE_DEFINITIONS = """
+    SELECT c.relname AS name, pg_get_viewdef(c.oid) AS definition
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = 'fabric_api' AND c.relkind = 'v'
+    UNION ALL
+    SELECT p.proname, pg_get_functiondef(p.oid)
+    FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+    WHERE n.nspname = 'fabric_api'
+"""
+
+
+def surface_definitions(conn: psycopg.Connection) -> dict[str, str]:
+    """Each fabric_api view and function as PostgreSQL prints it, whitespace runs collapsed (a function's
+    body is kept as written, so its indentation in a migration must not count)."""
+    return {name: " ".join(text.split()) for name, text in conn.execute(SURFACE_DEFINITIONS).fetchall()}
+
+
+def test_surface_files_hold_the_migrated_definitions(database_url):
+    from fabric.sql import surface
+
+    with psycopg.connect(database_url) as conn:
+        migrated = surface_definitions(conn)
+        assert sorted(migrated) == surface.names(), "one file per fabric_api view and function"
+        for name in surface.names():   # CREATE OR REPLACE each from its file: nothing may change
+            conn.execute(surface.definition(name))
+        assert surface_definitions(conn) == migrated
+        # The comparison sees a change of body: walk's order reversed is another definition.
+        changed = surface.definition("walk").replace("ORDER BY b.hops,", "ORDER BY b.hops DESC,")
+        assert changed != surface.definition("walk")
+        conn.execute(changed)
+        assert surface_definitions(conn)["walk"] != migrated["walk"]
+        conn.rollback()   # the shared database keeps its definitions
+    with psycopg.connect(database_url) as conn:
+        assert surface_definitions(conn) == migrated

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from fabric.errors import NotFound, ValidationError
+from fabric.errors import FabricError, NotFound, ValidationError
 from fabric.read import search as search_mod
 from fabric.read.search import ANN_SQL, vector_search
 from fabric.types import utcnow
@@ -82,7 +82,9 @@ def test_time_filters_valid_known_and_both(fab, org):
     p2 = put(fab, org, "Orla Quinn lives in Porto.", key=(key[0], key[1], "Porto"), valid_from=T(2021))
     known_2 = utcnow()
     assert p2.decision == "contradiction_fork" and p2.target_id == p1.memory_id
-    cv = lambda **kw: (fab.current_value("Orla Quinn", "city", org=org, **kw) or None)
+    def cv(**kw):
+        return fab.current_value("Orla Quinn", "city", org=org, **kw)
+
     assert cv().value == "Porto"
     assert cv(valid_at=T(2019)).value == "Dublin"                       # valid time
     assert cv(known_at=known_1).value == "Dublin"                        # transaction time
@@ -115,7 +117,7 @@ def test_retraction_before_and_after(fab, org):
     assert fab.get(p1.memory_id, org=org).valid_to is None
     log = fab.decisions(org=org, action="retract")
     assert len(log) == 1 and log[0].memory_id == p2.memory_id and log[0].reason == "mistyped ticket"
-    with pytest.raises(Exception):
+    with pytest.raises(FabricError, match="not currently believed"):
         fab.retract(p2.memory_id, org=org, reason="twice")
 
 
@@ -179,7 +181,7 @@ def test_no_post_filter_dilution(fab, pg, org):
         conn.execute("SET LOCAL enable_sort = off")
         plan = conn.execute("EXPLAIN " + ANN_SQL, {
             "org": org, "q": q, "k": 10, "valid_at": T(2025), "known_at": utcnow(),
-            "include_superseded": False, "live_only": False, "current": False}).fetchall()
+            "include_superseded": False, "live_only": False, "current": False, "scan_limit": 20}).fetchall()
         assert any("ix_memories_embedding_hnsw" in r["QUERY PLAN"] for r in plan)
         hits = vector_search(conn, org=org, query=q, k=10, valid_at=T(2025), known_at=utcnow(), ef_search=40)
         # A server whose pgvector has no iterative scan (< 0.8): the statement must not set it (an

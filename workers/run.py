@@ -14,18 +14,19 @@ import signal
 import stat
 import sys
 import time
+from typing import Callable
 
 import redis
 from rq import SimpleWorker, worker_registration
 
-from fabric import embedded, metrics
+from fabric import metrics, servers
 from fabric import queue as fq
 from fabric.config import Settings
 from fabric.db import make_pool, migrate_if_behind
 from fabric.write.placer import Placer
+from fabric.write.reconcile import reconcile
 
 from . import jobs
-from .reconcile import reconcile
 
 log = logging.getLogger("workers.run")
 
@@ -34,7 +35,7 @@ class FabricWorker(SimpleWorker):
     """Adds the reconciler (and a parent-process check) to RQ's periodic maintenance, and registers
     itself again when Redis comes back empty after a restart."""
 
-    fabric_reconcile = None
+    fabric_reconcile: Callable[[], None] | None = None
     parent_pid: int | None = None
     stopping = False  # a stop was asked for (signal, parent gone): do not start again
     max_connection_wait_time = 10.0  # longest pause between reconnection attempts while idle
@@ -147,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(settings: Settings, *, burst: bool = False, parent_pid: int | None = None, name: str | None = None) -> int:
     os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
-    db_url, rd_url, db_emb, _ = embedded.resolve(settings.database_url, settings.redis_url, settings.data_dir)
+    db_url, rd_url, db_emb, _ = servers.resolve(settings.database_url, settings.redis_url, settings.data_dir)
     if db_emb:
         migrate_if_behind(db_url, embedding_dim=settings.embedding_dim)
     pool = make_pool(db_url, min_size=1, max_size=2)

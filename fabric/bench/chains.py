@@ -35,7 +35,9 @@ from typing import Any, Callable, Sequence
 
 from ..errors import ValidationError
 from ..types import utcnow
-from .temporal import LAST_PHASE, TOP_K, WAIT_TIMEOUT, Case, FabricBackend, Fact, FlatBackend, Query, _same, evaluate, expected_value
+from .temporal import (
+    LAST_PHASE, TOP_K, WAIT_TIMEOUT, Case, FabricBackend, Fact, FlatBackend, Query, _same, evaluate, expected_value,
+)
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +118,10 @@ def parse_chain(rec: Any, where: str) -> Chain:
         raise ValidationError(f"{where}.id", f"{chain.id!r}: use 1-28 letters, digits, '-' or '_'")
     # The stated answers must be what the timeline says (a hand-written set checks itself).
     case = to_case(chain, "in_order")
-    for field, at, stated in (("current", None, chain.current), ("as_of.value", chain.as_of, chain.as_of_value)):
-        derived = expected_value(case, chain.subject, chain.relation, at)
+    checks: tuple[tuple[str, datetime | None, str], ...] = (
+        ("current", None, chain.current), ("as_of.value", chain.as_of, chain.as_of_value))
+    for field, when, stated in checks:
+        derived = expected_value(case, chain.subject, chain.relation, when)
         if not _same(derived, stated):
             raise ValidationError(f"{where}.{field}", f"{stated!r}, but the versions say {derived!r}")
     return chain
@@ -186,10 +190,12 @@ def key_answers(fab: Any, backend: FabricBackend, case: Case, chain: Chain) -> l
             break
     versions = {f.fid: f for f in newest_first}
     recs = []
-    for asked, at in (("now", None), ("valid_at", chain.as_of)):
+    questions: tuple[tuple[str, datetime | None], ...] = (("now", None), ("valid_at", chain.as_of))
+    for asked, at in questions:
         expected = expected_value(case, chain.subject, chain.relation, at)
         cv = fab.current_value(*key, org=org, valid_at=at) if key else None
-        got = versions.get(backend.texts[case.cid].get(cv.content)) if cv else None
+        fid = backend.texts[case.cid].get(cv.content) if cv else None
+        got = versions.get(fid) if fid is not None else None
         correct = got is not None and _same(got.value, expected)
         recs.append({"backend": backend.name, "kind": case.kind, "case": case.cid, "asked": asked,
                      "question": "key: current" if asked == "now" else "key: as_of", "key": key,
@@ -248,8 +254,10 @@ def run(fab: Any, chains: Sequence[Chain], *, backends: Sequence[str] = BACKENDS
 
                 conn = psycopg.connect(fab.database_url, autocommit=True)
                 dim = fab.embedder.dim
-                active.append(FlatBackend("pgvector", lambda n, c=conn: FlatPgvector(c, n, dim=dim),
-                                          fab.embedder, run_id=run_id))
+                def flat_table(n: str, c: psycopg.Connection = conn, d: int = dim) -> FlatPgvector:
+                    return FlatPgvector(c, n, dim=d)
+
+                active.append(FlatBackend("pgvector", flat_table, fab.embedder, run_id=run_id))
         fab.embedder.embed(["warm up"])
         if "fabric-text" in backends:  # the worker loads its model before the first timed write
             fab.wait(fab.write("Warm-up note for the benchmark.", org=f"bench-{run_id}-warmup"), timeout=WAIT_TIMEOUT)
@@ -297,7 +305,8 @@ def summarise(records: Sequence[dict[str, Any]], written: Sequence[dict[str, Any
         now = [r for r in rs if r["asked"] == "now"]
         entry: dict[str, Any] = {"right": sum(r["correct"] for r in rs), "total": len(rs),
                                  "in_top_k": sum(r["in_top_k"] for r in rs), "top_k": TOP_K,
-                                 "stale_returned": sum(bool(r.get("stale")) for r in now), "current_questions": len(now)}
+                                 "stale_returned": sum(bool(r.get("stale")) for r in now),
+                                 "current_questions": len(now)}
         if isinstance(b, FabricBackend):
             # Every version written after the first of its chain should be a contradiction fork.
             later = [p["decision"] for c in cases for p in b.stats.placements.get(c.cid, [])[1:]
@@ -336,6 +345,7 @@ def markdown(results: dict[str, Any], command: str) -> str:
             lines += ["", f"{n}: versions after a chain's first placed as "
                       + ", ".join(f"{k} {v}" for k, v in by[n]["later_versions"].items())
                       + f"; {by[n]['one_live_version']} of {results['chains'] * len(ORDERS)} written chains end with "
-                        f"one live version; {by[n]['keyed_chains']} of {results['chains'] * len(ORDERS)} written chains carry a key; "
+                        f"one live version; {by[n]['keyed_chains']} of {results['chains'] * len(ORDERS)} "
+                        f"written chains carry a key; "
                         f"{by[n]['validator_calls_per_write']} validator calls per write"]
     return "\n".join(lines) + "\n"

@@ -140,7 +140,8 @@ class FlatPgvector:
         from psycopg.rows import tuple_row
 
         with self._conn.cursor(row_factory=tuple_row) as cur:
-            return int(cur.execute(self._sql("flat_count")).fetchone()[0])
+            row = cur.execute(self._sql("flat_count")).fetchone()
+            return int(row[0]) if row else 0
 
     def drop(self) -> None:
         """Drop the table; close the connection if the store opened it."""

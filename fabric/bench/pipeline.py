@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import Fabric
+from ..db import one
 from ..sql import q
 from ..types import utcnow
 
@@ -340,8 +341,8 @@ def kill_campaign(server_url: str, redis_url: str, *, writes: int = 1000, kills:
             t0 = time.perf_counter()
             with db.connect(autocommit=True) as watch:
                 def settled() -> int:
-                    return watch.execute("SELECT count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) AND "
-                                         "status <> 'pending'", {"o": orgs}).fetchone()["n"]
+                    return one(watch.execute("SELECT count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) AND "
+                                             "status <> 'pending'", {"o": orgs}))["n"]
 
                 for k, start in enumerate(range(0, len(batch), per_round)):
                     fab.write_many(batch[start:start + per_round])
@@ -369,8 +370,8 @@ def kill_campaign(server_url: str, redis_url: str, *, writes: int = 1000, kills:
                 last_kill = time.perf_counter()
                 out["pending_at_last_kill"] = len(batch) - settled()
             with db.connect(autocommit=True) as conn:
-                while conn.execute("SELECT count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) AND "
-                                   "status = 'pending'", {"o": orgs}).fetchone()["n"]:
+                while one(conn.execute("SELECT count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) AND "
+                                       "status = 'pending'", {"o": orgs}))["n"]:
                     if time.perf_counter() - last_kill > settle_s:
                         break
                     time.sleep(0.1)
@@ -417,8 +418,8 @@ def burst(server_url: str, redis_url: str, *, writes: int = 20_000, workers: int
 
             def sample(sent: int) -> dict[str, float]:
                 s = {"t": time.perf_counter() - t0, "sent": sent,
-                     "pending": conn.execute("SELECT count(*) AS n FROM fabric.writes WHERE org = %(o)s AND "
-                                             "status = 'pending'", {"o": orgs[0]}).fetchone()["n"],
+                     "pending": one(conn.execute("SELECT count(*) AS n FROM fabric.writes WHERE org = %(o)s AND "
+                                                 "status = 'pending'", {"o": orgs[0]}))["n"],
                      "redis_mb": rd.info("memory")["used_memory"] / 2**20,
                      **{f"worker{i}_mb": _rss_mb(p.pid) for i, p in enumerate(procs)}}
                 samples.append(s)

@@ -30,10 +30,13 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 import psycopg
+
+if TYPE_CHECKING:
+    from ..db import Conn
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +189,7 @@ class Row:
     valid_to: datetime | None = None
 
 
-def bulk_load(conn: psycopg.Connection, org: str, rows: Sequence[Row], vectors: np.ndarray, *,
+def bulk_load(conn: Conn, org: str, rows: Sequence[Row], vectors: np.ndarray, *,
               recorded_at: datetime, valid_from: datetime) -> None:
     """COPY memories and their first versions straight into fabric's tables (one decision row for all)."""
     did = uuid.uuid4()
@@ -208,7 +211,7 @@ def bulk_load(conn: psycopg.Connection, org: str, rows: Sequence[Row], vectors: 
 
 
 @contextmanager
-def indexes_dropped(conn: psycopg.Connection) -> Iterator[None]:
+def indexes_dropped(conn: Conn) -> Iterator[None]:
     """Drop the HNSW and GIN indexes for a bulk load; rebuild them after from their own definitions."""
     from psycopg import sql
 
@@ -220,7 +223,7 @@ def indexes_dropped(conn: psycopg.Connection) -> Iterator[None]:
     yield
     conn.execute("SET maintenance_work_mem = '1GB'")
     for _, definition in defs:
-        conn.execute(sql.SQL(definition))  # type: ignore[arg-type]  (the catalogue's own DDL)
+        conn.execute(sql.SQL(definition))  # the catalogue's own DDL
     conn.execute("RESET maintenance_work_mem")
     conn.execute("ANALYZE fabric.memories")
     conn.execute("ANALYZE fabric.memory_versions")
@@ -279,7 +282,7 @@ def _score(results: list[list[Any]], corpus: Corpus, subjects: dict[uuid.UUID, s
     def ratios(s: list[int]) -> dict[str, float]:
         return {"questions": s[0], "top1": s[1] / s[0], "recall5": s[2] / s[0], "twin_ahead": s[3] / s[0]}
     total = ratios(stats.pop("all"))
-    return QualityRow(mode, total["questions"], total["top1"], total["recall5"], total["twin_ahead"],
+    return QualityRow(mode, int(total["questions"]), total["top1"], total["recall5"], total["twin_ahead"],
                       {k: ratios(v) for k, v in sorted(stats.items())})
 
 
@@ -287,9 +290,9 @@ def run_quality(fab: Any, corpus: Corpus, *, org: str, keyed: bool = False) -> l
     """Load the corpus (real embeddings of its text) into `org`; ask every question in every mode."""
     now = datetime.now(timezone.utc)
     vectors = fab.embedder.embed([f.text for f in corpus.facts])
-    rows = [Row(f.id, f.text, (f.subject, f.relation, f.value) if keyed else None) for f in corpus.facts]
+    facts = [Row(f.id, f.text, (f.subject, f.relation, f.value) if keyed else None) for f in corpus.facts]
     with fab.pool.connection() as conn:
-        bulk_load(conn, org, rows, vectors, recorded_at=now - timedelta(days=1), valid_from=now - timedelta(days=30))
+        bulk_load(conn, org, facts, vectors, recorded_at=now - timedelta(days=1), valid_from=now - timedelta(days=30))
         conn.execute("ANALYZE fabric.memories")
         conn.execute("ANALYZE fabric.memory_versions")
     subjects = {f.id: f.subject for f in corpus.facts}
@@ -410,7 +413,7 @@ class LatencyRow:
     mean_ms: float
 
 
-def time_modes(conn: psycopg.Connection, *, org: str, questions: Sequence[str], vectors: np.ndarray, k: int,
+def time_modes(conn: Conn, *, org: str, questions: Sequence[str], vectors: np.ndarray, k: int,
                ef_search: int, modes: Sequence[str] = MODES, warmup: int = 10) -> dict[str, list[float]]:
     """Ask every question in every mode, interleaved (the order rotates per question), on one connection.
     Times the database round trip of `fabric.read.search.search` in milliseconds."""
@@ -431,7 +434,7 @@ def time_modes(conn: psycopg.Connection, *, org: str, questions: Sequence[str], 
     return times
 
 
-def explain_hybrid(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray, k: int,
+def explain_hybrid(conn: Conn, *, org: str, text: str, vector: np.ndarray, k: int,
                    ef_search: int) -> list[str]:
     """EXPLAIN ANALYZE of one hybrid search, as `search` runs it (same settings, same parameters)."""
     from ..read.search import HYBRID_POOL, SEARCH_SQL, search_params, session_settings
@@ -496,13 +499,13 @@ def run(*, database_url: str | None = None, quick: bool = False, seed: int = 7, 
     else the embedded PostgreSQL in FABRIC_DATA_DIR)."""
     import os
 
-    from .. import embedded
+    from .. import servers
     from ..api import Fabric
     from ..config import Settings
 
     say = progress or (lambda msg: log.info(msg))
     settings = Settings.from_env()
-    server = database_url or settings.database_url or embedded.postgres_url(settings.data_dir)
+    server = database_url or settings.database_url or servers.postgres_url(settings.data_dir)
     sizes = sorted(sizes or ([2000] if quick else [10_000, 100_000]))
     n_questions = questions or (100 if quick else 240)
     n_latency = latency_queries or (40 if quick else 200)

@@ -789,14 +789,14 @@ class FlatBackend:
     def ingest(self, phase: int, cases: Sequence[Case]) -> None:
         refs = [(c, c.facts[fid]) for c in cases for fid in c.phases.get(phase, [])]
         started = time.perf_counter()
-        vectors = self.embedder.embed([f.text for _, f in refs]) if refs else []
+        vectors = self.embedder.embed([f.text for _, f in refs]) if refs else None
         by_case: dict[str, list[int]] = {}
         for n, (c, f) in enumerate(refs):
             by_case.setdefault(c.cid, []).append(n)
             self.texts.setdefault(c.cid, {}).setdefault(f.text, f.fid)
         for c in cases:
             rows = by_case.get(c.cid, [])
-            if rows:
+            if rows and vectors is not None:  # (rows imply vectors)
                 facts = [refs[n][1] for n in rows]
                 self.store(c).add([f.fid for f in facts], [f.text for f in facts], vectors[rows],
                                   [{"fid": f.fid, "subject": f.subject, "relation": f.relation, "value": f.value,
@@ -869,6 +869,7 @@ def evaluate(backend: Any, case: Case, q: Query) -> dict[str, Any]:
         return facts.get(h.fid) if h is not None and h.fid is not None else None
 
     if q.check == "multi_hop":
+        assert q.hop2_relation is not None and q.hop2_question is not None  # a multi_hop query has both
         exp1 = expected_value(case, q.subject, q.relation, q.valid_at, q.known_phase)
         hits1 = backend.ask(case, q.text, q.valid_at, q.known_phase)
         f1 = fact_of(hits1[0] if hits1 else None)
@@ -903,9 +904,9 @@ def evaluate(backend: Any, case: Case, q: Query) -> dict[str, Any]:
         rec.update(correct=both and (in_hits or bool(walked)), both_live=both, detail_in_hits=in_hits,
                    detail_top1=f is not None and f.fid == q.detail_fid, walk_reachable=walked, stale=False)
         return rec
-    correct = same_key and _same(f.value, expected)
+    correct = f is not None and same_key and _same(f.value, expected)
     versions = {normalise(x.value) for x in facts.values() if (x.subject, x.relation) == (q.subject, q.relation)}
-    stale = bool(same_key and not correct and normalise(f.value) in versions)
+    stale = bool(f is not None and same_key and not correct and normalise(f.value) in versions)
     rec.update(correct=correct, stale=stale and q.asked == "now", wrong_epoch=stale and q.asked != "now")
     if q.check == "duplicate":
         copies = [x for x in backend.live(case, q.text) if x is not None and facts[x].subject == q.subject
@@ -1180,8 +1181,10 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
 
             shared_conn = psycopg.connect(fab.database_url, autocommit=True)
             dim = fab.embedder.dim
-            active.append(FlatBackend("pgvector", lambda n, c=shared_conn: FlatPgvector(c, n, dim=dim),
-                                      fab.embedder, run_id=run_id))
+            def flat_table(n: str, c: psycopg.Connection = shared_conn, d: int = dim) -> FlatPgvector:
+                return FlatPgvector(c, n, dim=d)
+
+            active.append(FlatBackend("pgvector", flat_table, fab.embedder, run_id=run_id))
         elif name == "chroma":
             from .flat import ChromaFlat, chroma_available
 
@@ -1191,7 +1194,10 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
                 say(f"chroma skipped: {note}")
                 continue
             dim = fab.embedder.dim
-            active.append(FlatBackend("chroma", lambda n: ChromaFlat(n, dim=dim), fab.embedder, run_id=run_id))
+            def chroma_table(n: str, d: int = dim) -> ChromaFlat:
+                return ChromaFlat(n, dim=d)
+
+            active.append(FlatBackend("chroma", chroma_table, fab.embedder, run_id=run_id))
 
     records: list[dict[str, Any]] = []
     timings: dict[str, float] = {}
@@ -1229,7 +1235,8 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
         "kinds": list(KINDS), "must_kinds": list(MUST_KINDS), "phrasings": list(phrasings), "top_k": TOP_K,
         "max_retries": MAX_RETRIES, "backends": [b.name for b in active], "notes": notes,
         "embedder": getattr(fab.embedder, "name", "?"), "started_at": started_at.isoformat(),
-        "elapsed_s": round(time.perf_counter() - t0, 2), "backend_seconds": {k: round(v, 2) for k, v in timings.items()},
+        "elapsed_s": round(time.perf_counter() - t0, 2),
+        "backend_seconds": {k: round(v, 2) for k, v in timings.items()},
         **summary,
         "conversation": stream,
         "placements": {b.name: b.stats.placements for b in active if b.name.startswith("fabric")},

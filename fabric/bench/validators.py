@@ -192,6 +192,7 @@ def run_validator(validator: Validator, cases: Sequence[Case], *, near_similarit
     started = time.perf_counter()
     for case in cases:
         calls_before = _requests(validator)
+        predicted: str  # a decision kind, or "error"
         try:
             if pregate:
                 d = decide(case.write, case.candidates, validator, near_similarity=near_similarity)
@@ -297,7 +298,7 @@ def markdown(result: dict[str, Any], command: str | None = None) -> str:
         lines += [f"## {one['set']}: {one['pairs']} pairs" + (f" (split {one['split']})" if one["split"] else ""),
                   "", "| label | pairs | " + " | ".join(names) + " |", "|---|---:|" + "---:|" * len(cols)]
 
-        def row(label: str, n: Any, pick) -> str:
+        def row(label: str, n: Any, pick, cols=cols) -> str:
             return f"| {label} | {n} | " + " | ".join(pick(r["splits"][sp] if sp else r) for r, sp in cols) + " |"
 
         for kind, count in one["per_kind"].items():

@@ -39,13 +39,6 @@ def _clip(text: str | None, n: int = 60) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _require_org(fab, org: str) -> None:
-    from ..replay import require_org
-
-    with fab._conn(org) as conn:
-        require_org(conn, org)
-
-
 # ---------------------------------------------------------------------------------------------- ingest
 
 def _lines(path: str) -> Iterator[tuple[int, str]]:
@@ -75,7 +68,7 @@ def parse_line(fab, line: str, default_org: str):
             obj[name] = parse_time(name, obj[name])
     if "content" not in obj:
         raise ValidationError("content", "missing")
-    return fab._request(obj)
+    return fab.validate_write(obj)
 
 
 @app.command()
@@ -125,13 +118,13 @@ def ingest(
                 if len(pending) >= batch:
                     flush()
             flush()
-            summary = _summary(fab, receipts)
+            summary = fab.writes_summary(receipts)
             timed_out, worker_note = False, ""
             if wait and receipts:
                 place = progress.add_task("placing", total=len(receipts))
                 deadline = time.monotonic() + timeout
                 while True:
-                    summary = _summary(fab, receipts)
+                    summary = fab.writes_summary(receipts)
                     pending_n = summary["status"].get("pending", 0)
                     progress.update(place, completed=len(receipts) - pending_n)
                     if pending_n == 0:
@@ -139,7 +132,7 @@ def ingest(
                     if time.monotonic() > deadline or (
                             time.monotonic() > deadline - timeout + 10 and not fq.listening_workers(fab.queue)):
                         timed_out = True  # out of time, or nobody is there to place them
-                        worker_note = fab._worker_report()
+                        worker_note = fab.worker_status()
                         break
                     time.sleep(0.2)
     result = {"lines_ok": len(receipts), "lines_bad": len(bad), "bad_lines": bad, **summary}
@@ -164,22 +157,6 @@ def ingest(
         raise typer.Exit(EXIT_BAD_LINES)
     if summary["status"].get("parked"):
         raise typer.Exit(EXIT_PARKED)
-
-
-def _summary(fab, receipts) -> dict[str, dict[str, int]]:
-    from ..sql import q
-
-    status: dict[str, int] = {}
-    decisions: dict[str, int] = {}
-    if receipts:
-        with fab._conn() as conn:
-            rows = conn.execute(q("writes_summary"), {"orgs": [r.org for r in receipts],
-                                                     "ids": [r.id for r in receipts]}).fetchall()
-        for r in rows:
-            status[r["status"]] = status.get(r["status"], 0) + r["n"]
-            if r["kind"]:
-                decisions[r["kind"]] = decisions.get(r["kind"], 0) + r["n"]
-    return {"status": status, "decisions": decisions}
 
 
 # ---------------------------------------------------------------------------------------------- replay
@@ -280,7 +257,7 @@ def decisions(
             if action is not None and action not in ACTIONS:
                 raise ValidationError("--action", f"{action!r} is not one of {', '.join(ACTIONS)}")
             when = parse_time("since", since)
-            _require_org(fab, org)
+            fab.require_org(org)
             if sample is not None:
                 rows = fab.sample_decisions(org=org, n=sample, since=when, kind=kind, action=action)
             else:

@@ -52,16 +52,16 @@ def handle_errors() -> Iterator[None]:
         yield
     except NotFound as exc:
         err_console.print(f"[red]not found:[/] {exc}")
-        raise typer.Exit(EXIT_NOT_FOUND)
+        raise typer.Exit(EXIT_NOT_FOUND) from None
     except ValidationError as exc:
         err_console.print(f"[red]invalid {exc.field}:[/] {str(exc).split(': ', 1)[-1]}")
-        raise typer.Exit(EXIT_USAGE)
+        raise typer.Exit(EXIT_USAGE) from None
     except PlacementTimeout as exc:
         err_console.print(f"[red]timeout:[/] {exc}")
-        raise typer.Exit(EXIT_TIMEOUT)
+        raise typer.Exit(EXIT_TIMEOUT) from None
     except FabricError as exc:
         err_console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(EXIT_ERROR)
+        raise typer.Exit(EXIT_ERROR) from None
 
 
 def to_jsonable(obj: Any) -> Any:

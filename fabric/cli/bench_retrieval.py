@@ -75,9 +75,9 @@ def retrieval(
     for col in ("memories", "mode", "queries", "p50", "p95", "mean", "p50 vs vector"):
         lat.add_column(col, justify="left" if col == "mode" else "right")
     base = {r.size: r.p50_ms for r in report.latency if r.mode == "vector"}
-    for r in report.latency:
-        lat.add_row(f"{r.size:,}", r.mode + (" (baseline)" if r.mode == "vector" else ""), str(r.queries),
-                    f"{r.p50_ms:.1f}", f"{r.p95_ms:.1f}", f"{r.mean_ms:.1f}", f"{r.p50_ms / base[r.size]:.2f}x")
+    for lr in report.latency:
+        lat.add_row(f"{lr.size:,}", lr.mode + (" (baseline)" if lr.mode == "vector" else ""), str(lr.queries),
+                    f"{lr.p50_ms:.1f}", f"{lr.p95_ms:.1f}", f"{lr.mean_ms:.1f}", f"{lr.p50_ms / base[lr.size]:.2f}x")
     page.print(lat)
     page.print(f"embedding one query (shared by vector and hybrid, not in the figures above): "
                f"p50 {report.embed_ms_p50:.1f} ms; load average during the run: "

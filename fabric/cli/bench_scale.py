@@ -30,7 +30,7 @@ def scale(
 
     Example: fabric bench scale --sizes 10k,100k --out bench-results
     """
-    from .. import embedded
+    from .. import servers
     from ..bench import scale as sc
 
     with handle_errors():
@@ -40,7 +40,7 @@ def scale(
         from ..config import Settings
 
         s = Settings.from_env()
-        db_url, redis_url, _, _ = embedded.resolve(s.database_url, s.redis_url, s.data_dir)
+        db_url, redis_url, _, _ = servers.resolve(s.database_url, s.redis_url, s.data_dir)
 
         def progress(msg: str) -> None:
             err_console.print(f"[dim]{msg}[/]")

@@ -57,7 +57,7 @@ def temporal(
         results["files"] = write_outputs(results, out, command=command)
     except OSError as exc:
         err_console.print(f"[red]cannot write the results to {out}:[/] {exc}")
-        raise typer.Exit(EXIT_ERROR)
+        raise typer.Exit(EXIT_ERROR) from None
     elapsed = time.perf_counter() - started
     if as_json:
         print_json({k: v for k, v in results.items() if k not in ("queries", "cases", "placements")})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
@@ -26,7 +26,7 @@ def validators(
     llm: Optional[bool] = typer.Option(None, "--llm/--no-llm",
                                        help="Also run the LLM validator (default: when OPENAI_BASE_URL and "
                                             "FABRIC_LLM_MODEL are set). --llm fails if no endpoint is configured."),
-    pairs: Optional[List[Path]] = typer.Option(None, "--pairs", help="A JSONL labelled set; repeat for several "
+    pairs: Optional[list[Path]] = typer.Option(None, "--pairs", help="A JSONL labelled set; repeat for several "
                                                "(default: tests/data/placement_pairs_v2.jsonl and "
                                                "tests/data/placement_pairs.jsonl)."),
     split: Optional[str] = typer.Option(None, "--split", help="Only the pairs of this split: tune (what prompt "
@@ -104,7 +104,7 @@ def _print(result: dict[str, Any], console: Console) -> None:
         return [c for r in runs for c in [pick(r), *[pick(r["splits"][sp]) for sp in splits]]]
 
     for kind, count in result["per_kind"].items():
-        acc.add_row(kind, str(count), *cells(lambda s: _cell(s["per_kind"][kind])))
+        acc.add_row(kind, str(count), *cells(lambda s, kind=kind: _cell(s["per_kind"][kind])))
     acc.add_row("[bold]overall[/]", str(result["pairs"]),
                 *cells(lambda s: f"[bold]{s['correct']}/{s['pairs']} {_pct(s['accuracy'])}[/]"))
     acc.add_row("unrelated facts wrongly invalidated", str(result["per_kind"]["new_branch"]),

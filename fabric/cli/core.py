@@ -23,12 +23,12 @@ def migrate(
 
     Example: fabric migrate            |  fabric migrate --downgrade base
     """
-    from .. import db, embedded
+    from .. import db, servers
     from ..config import Settings
 
     s = Settings.from_env()
     with handle_errors():
-        url = s.database_url or embedded.postgres_url(s.data_dir)
+        url = s.database_url or servers.postgres_url(s.data_dir)
         db.migrate(url, revision=downgrade or "head", embedding_dim=s.embedding_dim, downgrade=bool(downgrade))
         console.print(f"schema at revision [bold]{db.schema_revision(url) or 'base'}[/]")
 
@@ -211,7 +211,7 @@ def embedded_status() -> None:
     s = Settings.from_env()
     pid = s.data_dir / "pg" / "postmaster.pid"
     console.print(f"data folder: {s.data_dir}")
-    from ..embedded import folder_major
+    from ..servers import folder_major
 
     major = folder_major(s.data_dir / "pg")
     console.print(f"postgres: {'running' if pid.exists() else 'stopped'}"
@@ -225,12 +225,12 @@ def embedded_stop() -> None:
 
     Example: fabric embedded stop
     """
-    from .. import embedded
+    from .. import servers
     from ..config import Settings
 
     s = Settings.from_env()
-    pg = embedded.stop_postgres(s.data_dir)
-    rd = embedded.stop_redis(s.data_dir)
+    pg = servers.stop_postgres(s.data_dir)
+    rd = servers.stop_redis(s.data_dir)
     console.print(f"postgres: {'stopped' if pg else 'was not running'}; redis: {'stopped' if rd else 'was not running'}")
 
 
@@ -242,11 +242,12 @@ def embedded_upgrade() -> None:
     the current major. The old folder is kept beside it as `pg.old` until you delete it.
     Example: fabric embedded upgrade
     """
-    from .. import embedded
+    from .. import servers
+    from ..config import Settings
 
     s = Settings.from_env()
     with handle_errors():
-        before, after = embedded.upgrade_postgres(s.data_dir)
+        before, after = servers.upgrade_postgres(s.data_dir)
     if before is None:
         console.print(f"no PostgreSQL data folder in {s.data_dir}: nothing to upgrade")
     elif before == after:

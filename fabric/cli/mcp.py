@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import typer
 
@@ -23,11 +23,11 @@ def mcp_cmd(
                                       help="The org every request acts for (single-org servers)."),
     host: str = typer.Option("127.0.0.1", "--host", help="HTTP: address to bind."),
     port: int = typer.Option(8765, "--port", help="HTTP: port."),
-    allowed_host: Optional[List[str]] = typer.Option(
+    allowed_host: Optional[list[str]] = typer.Option(
         None, "--allowed-host", help="HTTP: a Host header to accept, e.g. mcp.example.com:443 (repeat; "
                                      "default: loopback names with the port). Env FABRIC_MCP_ALLOWED_HOSTS, "
                                      "comma-separated."),
-    allowed_origin: Optional[List[str]] = typer.Option(
+    allowed_origin: Optional[list[str]] = typer.Option(
         None, "--allowed-origin", help="HTTP: an Origin to accept from browsers (repeat)."),
     tokens_file: Optional[Path] = typer.Option(
         None, "--tokens-file", exists=True, dir_okay=False,
@@ -50,7 +50,7 @@ def mcp_cmd(
         if exc.name != "mcp" and not (exc.name or "").startswith("mcp."):
             raise
         err_console.print('[red]the MCP server needs the mcp extra:[/] pip install "fabric-memory[mcp]"')
-        raise typer.Exit(1)
+        raise typer.Exit(1) from None
 
     with handle_errors():
         if transport not in ("stdio", "http"):

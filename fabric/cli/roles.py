@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator, List, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 import typer
 from rich.table import Table
@@ -14,7 +14,7 @@ from rich.table import Table
 from .app import JsonOpt, app, console, err_console, handle_errors, print_json
 
 if TYPE_CHECKING:
-    import psycopg
+    from ..db import Conn
 
 roles_app = typer.Typer(help="Database roles: read-only analysts and tenant-bound services.", no_args_is_help=True)
 app.add_typer(roles_app, name="roles")
@@ -27,15 +27,15 @@ OrgsOpt = typer.Option(..., "--org", "-o", help="An org (tenant); repeat for sev
 
 
 @contextmanager
-def owner_connection() -> Iterator[tuple[psycopg.Connection, str]]:
+def owner_connection() -> Iterator[tuple[Conn, str]]:
     """A connection as the database owner, migrated to head (the roles need migration 0002)."""
     import psycopg
 
-    from .. import db, embedded
+    from .. import db, servers
     from ..config import Settings
 
     s = Settings.from_env()
-    url = s.database_url or embedded.postgres_url(s.data_dir)
+    url = s.database_url or servers.postgres_url(s.data_dir)
     db.migrate_if_behind(url, embedding_dim=s.embedding_dim)
     try:
         conn = psycopg.connect(url)
@@ -103,7 +103,7 @@ def create_analyst(
 @roles_app.command("create-service")
 def create_service(
     name: str = typer.Argument(..., help="The new role's name: a lower-case identifier."),
-    orgs: List[str] = OrgsOpt,
+    orgs: list[str] = OrgsOpt,
     password: Optional[str] = PasswordOpt,
     password_stdin: bool = PasswordStdinOpt,
     as_json: bool = JsonOpt,
@@ -125,7 +125,7 @@ def create_service(
 
 
 @roles_app.command("grant")
-def grant(name: str = typer.Argument(..., help="A service role."), orgs: List[str] = OrgsOpt,
+def grant(name: str = typer.Argument(..., help="A service role."), orgs: list[str] = OrgsOpt,
           as_json: bool = JsonOpt) -> None:
     """Let a service role act for more orgs.
 
@@ -140,7 +140,7 @@ def grant(name: str = typer.Argument(..., help="A service role."), orgs: List[st
 
 
 @roles_app.command("revoke")
-def revoke(name: str = typer.Argument(..., help="A service role."), orgs: List[str] = OrgsOpt,
+def revoke(name: str = typer.Argument(..., help="A service role."), orgs: list[str] = OrgsOpt,
            as_json: bool = JsonOpt) -> None:
     """Stop a service role acting for these orgs. Exit code 3 when it had no such grant.
 

@@ -79,7 +79,7 @@ def import_cmd(
             bars.stop()
             err_console.print(f"[red]{'corrupt file' if isinstance(exc, ExportFormatError) else 'refused'}:[/] "
                               f"{exc}; nothing was imported")
-            raise typer.Exit(EXIT_USAGE)
+            raise typer.Exit(EXIT_USAGE) from None
     if as_json:
         print_json(counts)
     else:

@@ -34,7 +34,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, cast
 
 from langgraph.store.base import (
     BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp,
@@ -47,6 +47,7 @@ from ..api import Fabric
 from ..errors import FabricError, PlacementParked, PlacementTimeout, ValidationError
 from ..sql import q
 from ..types import Memory, check_org
+from ..write import ledger
 
 SEPARATOR = "."
 SOURCE = "langgraph"
@@ -166,7 +167,7 @@ class _Batch:
     puts: dict[tuple[tuple[str, ...], str], PutOp] = field(default_factory=dict)
 
     @classmethod
-    def split(cls, ops: Iterable[Op]) -> "_Batch":
+    def split(cls, ops: Iterable[Op]) -> _Batch:
         ops = list(ops)
         b = cls(results=[None] * len(ops))
         for i, op in enumerate(ops):
@@ -203,7 +204,7 @@ class FabricStore(BaseStore):
         self._valid_at: datetime | None = None
         self._known_at: datetime | None = None
 
-    def as_of(self, *, valid_at: datetime | None = None, known_at: datetime | None = None) -> "FabricStore":
+    def as_of(self, *, valid_at: datetime | None = None, known_at: datetime | None = None) -> FabricStore:
         """A read-only view: get / search / list_namespaces answer what was true at `valid_at` as the
         store knew it at `known_at` (each default now)."""
         view = FabricStore(self.fabric, afabric=self.afabric, org=self.org, index=self.index_fields,
@@ -218,7 +219,9 @@ class FabricStore(BaseStore):
     # ------------------------------------------------------------ parameters (pure)
 
     def _times(self) -> tuple[datetime, datetime]:
-        return (self._valid_at, self._known_at) if self.read_only else calls.times(None, None)
+        if self._valid_at is not None and self._known_at is not None:  # a read-only view as of a time
+            return self._valid_at, self._known_at
+        return calls.times(None, None)
 
     def _items_query(self, *, prefix: tuple[str, ...] | None = None,
                      keys: Sequence[tuple[tuple[str, ...], str]] | None = None) -> tuple[str, dict[str, Any]]:
@@ -254,10 +257,11 @@ class FabricStore(BaseStore):
         return SEARCH_POOL if op.filter else min(SEARCH_POOL, op.offset + op.limit)
 
     @staticmethod
-    def _page(op: SearchOp, rows: Iterable[Mapping[str, Any]], scores: Mapping[uuid.UUID, float] | None = None
-              ) -> list[SearchItem]:
+    def _page(op: SearchOp, rows: Iterable[Mapping[str, Any]],
+              scores: Mapping[uuid.UUID, float | None] | None = None) -> list[SearchItem]:
         kept = [r for r in rows if matches(r["metadata"]["store"]["value"], op.filter)]
-        return [item_of(r, (scores or {}).get(r["id"]), searched=True) for r in kept[op.offset:op.offset + op.limit]]
+        return [cast(SearchItem, item_of(r, (scores or {}).get(r["id"]), searched=True))
+                for r in kept[op.offset:op.offset + op.limit]]
 
     @staticmethod
     def _keyed_hits(memories: Sequence[Memory]) -> list[Memory]:
@@ -277,15 +281,15 @@ class FabricStore(BaseStore):
             for i, op in b.gets:
                 row = found.get((subject_of(op.namespace), relation_of(op.key)))
                 b.results[i] = item_of(row) if row else None
-        for i, op in b.searches:
-            b.results[i] = self._search(fab, op)
+        for i, search in b.searches:
+            b.results[i] = self._search(fab, search)
         if b.lists:
             valid_at, known_at = self._times()
             with fab._conn(self.org) as conn:
                 subjects = [r["namespace"] for r in conn.execute(q("store_namespaces"), {
                     "org": self.org, "prefix": None, "valid_at": valid_at, "known_at": known_at}).fetchall()]
-            for i, op in b.lists:
-                b.results[i] = list_namespaces(subjects, op)
+            for i, listing in b.lists:
+                b.results[i] = list_namespaces(subjects, listing)
         if b.puts:
             self._apply_puts(fab, b.puts)
         return b.results
@@ -326,8 +330,7 @@ class FabricStore(BaseStore):
         writes = self._write_items(op for op in puts.values() if op.value is not None)
         if deletes:
             with fab._conn(self.org) as conn, conn.transaction():
-                conn.execute(q("lock_org"), {"org": self.org})
-                now = conn.execute(q("clock")).fetchone()["now"]
+                now = ledger.lock_org(conn, self.org)
                 for ns, key in deletes:
                     conn.execute(q("store_delete"), self._delete_params(ns, key, now))
         if writes:
@@ -357,6 +360,7 @@ class FabricStore(BaseStore):
 
     def _batch_through_loop(self, ops: Iterable[Op]) -> list[Result]:
         """The sync API over an AsyncFabric: run abatch on the loop the AsyncFabric lives on."""
+        assert self.afabric is not None  # batch() comes here only without a Fabric
         loop = self.afabric.loop
         try:
             running = asyncio.get_running_loop()
@@ -384,14 +388,14 @@ class FabricStore(BaseStore):
             for i, op in b.gets:
                 row = found.get((subject_of(op.namespace), relation_of(op.key)))
                 b.results[i] = item_of(row) if row else None
-        for i, op in b.searches:
-            b.results[i] = await self._asearch(afab, op)
+        for i, search in b.searches:
+            b.results[i] = await self._asearch(afab, search)
         if b.lists:
             valid_at, known_at = self._times()
             rows = await afab._all(self.org, "store_namespaces", {"org": self.org, "prefix": None,
                                                                    "valid_at": valid_at, "known_at": known_at})
-            for i, op in b.lists:
-                b.results[i] = list_namespaces([r["namespace"] for r in rows], op)
+            for i, listing in b.lists:
+                b.results[i] = list_namespaces([r["namespace"] for r in rows], listing)
         if b.puts:
             await self._aapply_puts(afab, b.puts)
         return b.results
@@ -417,7 +421,9 @@ class FabricStore(BaseStore):
         if deletes:
             async with afab._conn(self.org) as conn, conn.transaction():
                 await conn.execute(q("lock_org"), {"org": self.org})
-                now = (await (await conn.execute(q("clock"))).fetchone())["now"]
+                clock = await (await conn.execute(q("clock"))).fetchone()
+                assert clock is not None  # the clock statement returns one row
+                now = clock["now"]
                 for ns, key in deletes:
                     await conn.execute(q("store_delete"), self._delete_params(ns, key, now))
         if writes:

@@ -133,14 +133,14 @@ def decision_json(d: DecisionRecord) -> dict[str, Any]:
 class FabricTools:
     """The state the tools share: how to reach the store, and how to tell the org."""
 
-    connect: Callable[[], "Fabric"]
+    connect: Callable[[], Fabric]
     resolver: OrgResolver
     remember_timeout: float = 30.0
-    _fab: "Fabric | None" = None
+    _fab: Fabric | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
-    def fab(self) -> "Fabric":
+    def fab(self) -> Fabric:
         with self._lock:
             if self._fab is None:
                 self._fab = self.connect()
@@ -366,10 +366,10 @@ def _settled(tools: FabricTools, write_id: UUID, org: str, timeout: float) -> di
 class RequireOrgToken:
     """ASGI middleware: on a multi-org server, /mcp requests without a valid org token get 401."""
 
-    def __init__(self, app: "ASGIApp", resolver: OrgResolver, path: str = "/mcp"):
+    def __init__(self, app: ASGIApp, resolver: OrgResolver, path: str = "/mcp"):
         self.app, self.resolver, self.path = app, resolver, path
 
-    async def __call__(self, scope: "Scope", receive: "Receive", send: "Send") -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and self.resolver.multi_org and scope["path"].startswith(self.path):
             from starlette.datastructures import Headers
             from starlette.responses import JSONResponse
@@ -385,7 +385,7 @@ class RequireOrgToken:
 
 
 def http_app(server: MCPServer, tools: FabricTools, *, allowed_hosts: list[str], allowed_origins: list[str]
-             ) -> "ASGIApp":
+             ) -> ASGIApp:
     """Streamable HTTP at /mcp, GET /health, Host / Origin allow-lists, org tokens."""
     from starlette.requests import Request
     from starlette.responses import JSONResponse

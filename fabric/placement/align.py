@@ -32,7 +32,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from .facts import Span, _names as names, _project, number_key
+from .facts import CURRENCY, Span, _names as names, _project, number_key
 
 # ------------------------------------------------------------------------------ numbers written one way
 
@@ -77,9 +77,9 @@ def _spell_numbers(text: str) -> str:
     return _NUMBER_PHRASE.sub(sub, text)
 
 
-_PHONE = re.compile(r"(?<![\w.])\+?\d{2,4}(?:[ .-]\d{2,5}){1,4}(?!\w|[.:]\d)")
-_CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d\d))?\s*(?:(a\.m\.|p\.m\.|am|pm)(?!\w)|o'clock\b|(?=\s+in the (morning|afternoon"
-                    r"|evening)\b)|(?=\s+at night\b))", re.IGNORECASE)
+_PHONE = re.compile(r"(?<![\w.])\+?\d{2,4}(?:[ .-]\d{2,6}){1,4}(?!\w|[.:]\d)")
+_CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d\d))?\s*(?:(a\.m\.|p\.m\.|am|pm)(?!\w)|o'clock\b"
+                    r"|(?=\s+in the (morning|afternoon|evening)\b)|(?=\s+at night\b))", re.IGNORECASE)
 _BARE_CLOCK = re.compile(r"\b(\d{1,2}):(\d\d)\b")
 _DAY_PART = re.compile(r"(\d\d:\d\d)\s+(?:in the (?:morning|afternoon|evening)|at night)\b", re.IGNORECASE)
 
@@ -100,14 +100,68 @@ _ISO_DATE = re.compile(r"\d{4}-\d\d-\d\d")
 _THERE = re.compile(r"\b((?:at|in)\s+(?:[A-Z][\w&'.-]*)(?:\s+[A-Z][\w&'.-]*)*)\s*([:;,–—-])(.*?)\bthere\b")
 
 
+# Chat memories name their subject "the user", "User", "I" or "my": one subject, written "User".
+_USER = ((re.compile(r"\b(?:the\s+)?user(?=\b(?!-))", re.IGNORECASE), "User"),
+         (re.compile(r"\b[Mm]y\b"), "User's"), (re.compile(r"\bI'm\b"), "User is"),
+         (re.compile(r"\bI've\b"), "User has"),
+         (re.compile(r"(?:^|(?<=[.!?,;:]\s)|(?<=\band\s)|(?<=\bbut\s)|(?<=\bso\s))I(?= [a-z])"), "User"))
+# "X said (that) they moved ...", "X told me his ...": the speaker's own fact, told as X's ("X moved ...").
+_REPORTED = re.compile(r"\b([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)\s+(?:said|says|mentioned|mentions|told\s+(?:me|us)"
+                       r"|tells\s+(?:me|us)|noted|notes|explained|shared|confirmed|confirms|reported|wrote)"
+                       r"(?:\s+that)?\s+(they|he|she|their|his|her)\b")
+# "Ms. Adaeze Nwosu": without its dot the honorific is a title the name leaves out (facts.names).
+_HONORIFIC = re.compile(r"\b(Mr|Mrs|Ms|Mx|Dr|Prof)\.\s+(?=[A-Z])")
+# "reports directly to", "works closely with": an adverb inside a relation phrase says nothing of the relation.
+_INNER_ADVERB = re.compile(r"\b([a-z]+(?:s|ed))\s+[a-z]{2,}ly\s+(to|into|for|at|in|with|by|from|on|under)\b")
+
+# "... is Middlemarch, not Dune": the value denied after a comma is the old one, not a negation of the fact.
+_NOT_THAT = re.compile(r",\s*not\s+(?:the\s+)?[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*(?=\s*(?:[.!?;]|$))")
+
+_MONTH_NAMES = "January February March April May June July August September October November December".split()
+_MONTH = r"(January|February|March|April|May|June|July|August|September|October|November|December)"
+_ISO_DAY = re.compile(r"\b(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])\b(?!-\d)")
+# ("Room 4 May be closed": the verb "may" is no month.)
+_DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b(?!(?<=May)\s+[a-z])"
+                        rf"(?:,?\s+(\d{{4}})\b)?")
+_MONTH_DAY = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)\b")
+
+
+def _dates(t: str) -> str:
+    """"2025-03-14", "14 March 2025", "the 14th of March", "March 14th" -> "March 14, 2025" / "March 14"."""
+    t = _ISO_DAY.sub(lambda m: f"{_MONTH_NAMES[int(m.group(2)) - 1]} {int(m.group(3))}, {m.group(1)}", t)
+    t = _DAY_MONTH.sub(lambda m: f"{m.group(2)} {int(m.group(1))}" + (f", {m.group(3)}" if m.group(3) else ""), t)
+    return _MONTH_DAY.sub(r"\1 \2", t)
+
+# "pushed back 2 weeks, to October 14", "delayed by three days": how far it moved is no value of its own.
+_SHIFT = re.compile(r"\b((?:pushed|moved|pulled|brought|set)\s+(?:back|forward|out|up)|delayed|postponed|"
+                    r"extended)\s+(?:by\s+)?(?:about\s+)?(?:a|an|\d+)\s+(?:days?|weeks?|months?|hours?|years?)\b,?",
+                    re.IGNORECASE)
+# "v16.2": a version is its number.
+_VERSION = re.compile(r"\bv(\d+(?:\.\d+)+)\b")
+
+
+def _reported(m: re.Match[str]) -> str:
+    return m.group(1) + ("'s" if m.group(2) in ("their", "his", "her") else "")
+
+
 @lru_cache(maxsize=16384)
 def canonical(text: str) -> str:
-    """The sentence with numbers, times and phone numbers written one way (NFKC first)."""
+    """The sentence with numbers, times, dates and phone numbers written one way (NFKC first), the
+    user written "User", reported speech and honorifics dropped."""
     t = unicodedata.normalize("NFKC", text).replace("’", "'")
+    t = _dates(t)
+    for pattern, user in _USER:
+        t = pattern.sub(user, t)
+    t = _REPORTED.sub(_reported, t)
+    t = _HONORIFIC.sub(r"\1 ", t)
+    t = _INNER_ADVERB.sub(r"\1 \2", t)
+    t = _NOT_THAT.sub("", t)
     t = re.sub(r"\bhalf past (\w+)", r"\1:30", t, flags=re.IGNORECASE)
     t = re.sub(r"\b(noon|midday)\b", "12:00", t, flags=re.IGNORECASE)
     t = re.sub(r"\bmidnight\b", "00:00", t, flags=re.IGNORECASE)
     t = _spell_numbers(t)
+    t = _SHIFT.sub(lambda m: m.group(1).split()[0], t)  # "pushed back 2 weeks, to" -> "pushed to"
+    t = _VERSION.sub(r"\1", t)
     # "Ask anyone at Ostara Labs: Ada works there" -> "Ask anyone: Ada works at Ostara Labs"
     t = _THERE.sub(lambda m: f"{m.group(2)}{m.group(3)}{m.group(1).split()[0]} {m.group(1).split(None, 1)[1]}", t)
     t = re.sub(r"\s*°\s*[CF]\b|°", " degrees", t)
@@ -130,18 +184,24 @@ _STOP = frozenset("""a an the is are was were be been being has have had of in o
 _CHANGE = frozenset("""now new newly changed change changes moved move moves switched switch updated update
     since currently these days nowadays anymore raised lowered increased decreased dropped grew grown slipped
     pushed promoted became become becomes replaced replacing instead latest recently today lately longer passed
-    went gone has been set reset sold bought officially effective starting renamed transferred shifted upgraded downgraded
-    rewritten changed""".split())
+    went gone has been set reset sold bought officially effective starting renamed transferred shifted upgraded
+    downgraded rewritten changed""".split())
 # "X's son attends ...", "X's husband works at ...": the fact is about someone else.
 _RELATIVES = frozenset("""son daughter child children kid kids wife husband spouse partner sister brother sibling
     mother father mom mum dad parent parents grandmother grandfather aunt uncle cousin niece nephew friend
     boss deputy assistant colleague neighbour neighbor fiance fiancee girlfriend boyfriend team-mate""".split())
+_RELATIVE = re.compile(rf"(?:'s?|\b(?:his|her|their|its|our|your))\s+(?:[a-z-]+\s+)?({'|'.join(_RELATIVES)})\b"
+                       rf"|\b({'|'.join(_RELATIVES)})\s+of\b")
+_WHEN = re.compile(r"\b(?:from|starting|beginning|as of|effective)\s+(?:next|this|the coming|tomorrow|today|now)"
+                   r"(?:\s+(?:week|month|year|quarter|season))?\b")
 # A subject holds several values of these at once: a new name is another fact, not a correction.
-_MANY = re.compile(r"\b(?:visited|visits|speaks|speak|plays|play|collects|owns|includes?|available on|member of"
+_MANY = re.compile(r"\b(?:visited|visits|(?:has|have) been to"
+                   r"|speaks|speak|plays|play|collects|owns|includes?|available on|member of"
                    r"|ha(?:s|ve) an? (?![\w-]+ (?:named|called)\b)"  # but "has a dog named Ziggy": its name
                    r"|supports|offers|serves|sells|stocks|attends?|friends with)\b")
 _ALSO = re.compile(r"\b(?:also|another|too|as well|additional)\b")  # said outright: one more value
-_NEGATION = re.compile(r"\b(?:not|no longer|never|none|neither|nor|without)\b|n't\b")
+_NEGATION = re.compile(r"\b(?:not(?! (?:far|only|just|least|bad|unlike)\b)|no longer|never|none|neither|nor|without)\b"
+                       r"|n't\b")
 _ACTIVITY = re.compile(r"\b(?:is|are|am|was|were)\s+(?:\w+ly\s+)?(?!being\b)\w{3,}ing\b")
 # Simple past right after a name: an event ("X presented ...", "X asked Y ..."); each is a fact of its own.
 # Verbs of change ("moved", "raised", "sold") state a new value instead (see _CHANGE).
@@ -203,7 +263,7 @@ class Reading:
 
 
 _TIME = re.compile(r"\d\d:\d\d")
-_CURRENCY = re.compile(r"[$€£]|\b(?:dollars?|euros?|pounds?|usd|eur|gbp)\b", re.IGNORECASE)
+_CURRENCY = re.compile(rf"[$€£]|\b(?:{CURRENCY})\b", re.IGNORECASE)
 _COPULA_AFTER = re.compile(r"\s+(?:is|was|are|were|'s|remains|has been|will be)\b")
 
 
@@ -274,7 +334,8 @@ def _spans(text: str) -> tuple[tuple[Span, ...], Span | None]:
     spans = names(text)
     first = spans[0] if spans else None
     lead = re.match(r"[A-Z][a-z]+\s+(?=\d)", first.text) if first is not None and first.start == 0 else None
-    if lead and not _COPULA_AFTER.match(text[first.end:]):  # "Locker 214 belongs to ...": the number is the name
+    # "Locker 214 belongs to ...": the number is the name.
+    if lead and first is not None and not _COPULA_AFTER.match(text[first.end:]):
         rest = first.text[lead.end():]
         number = number_key(rest)
         first = Span(first.start + lead.end(), first.end, rest, number or rest.casefold(), first.possessive,
@@ -308,7 +369,8 @@ def _anchor(t: str, sp: Span) -> Anchor:
     unit = _unit(t, sp) if kind == "number" else None
     end = sp.end
     if unit in _DIMENSIONS:  # "40 minutes" is the value, not a number and a word of the relation
-        end = sp.end + re.match(r"\s*[a-z]+", t[sp.end:].lower()).end()
+        word = re.match(r"\s*[a-z]+", t[sp.end:].lower())  # the unit was read from this word
+        end = sp.end + (word.end() if word else 0)
     return Anchor(sp.key, kind, unit, sp.start, end)
 
 
@@ -320,12 +382,13 @@ def _read(t: str, spans: tuple[Span, ...]) -> Reading:
     for a in anchors:
         masked[a.start:a.end] = " " * (a.end - a.start)
     rest = "".join(masked)
+    rest = _WHEN.sub(" ", rest)  # "from next week ...": when the statement holds, not the attribute
     tokens = [w.removesuffix("'s").removesuffix("'") for w in _WORD.findall(rest)]
     words = tuple(stem(w) for w in tokens if w not in _STOP and w not in _CHANGE and len(w) > 1)
     return Reading(low, anchors, words, _NEGATION.search(rest) is not None,
                    _MANY.search(rest) is not None or _ACTIVITY.search(rest) is not None,
                    _ALSO.search(rest) is not None, _event(low, anchors),
-                   frozenset(w for w in tokens if w in _RELATIVES))
+                   frozenset(m.group(1) or m.group(2) for m in _RELATIVE.finditer(rest)))
 
 
 # ---------------------------------------------------------------------------------------- comparing
@@ -389,6 +452,10 @@ def _swap(old: Reading, new: Reading, shared: set[str]) -> tuple[str, bool] | No
 _DETERMINERS = frozenset("the a an its his her their our my your s".split())
 
 
+# "email" / "email address", "phone" / "phone number": the same attribute with its head noun said.
+_HEAD_NOUNS = frozenset("address number".split())
+
+
 def _qualified(old: Reading, new: Reading, shared: set[str]) -> str | None:
     """The same frame with content words added on one side only, inside it ("the office wifi password" /
     "the office guest wifi password"): a narrower attribute, not a restatement."""
@@ -397,7 +464,7 @@ def _qualified(old: Reading, new: Reading, shared: set[str]) -> str | None:
     if len(ops) != 1 or ops[0][0] not in ("insert", "delete"):
         return None
     _, i1, i2, j1, j2 = ops[0]
-    added = [w for w in a[i1:i2] + b[j1:j2] if w not in _STOP]
+    added = [w for w in a[i1:i2] + b[j1:j2] if w not in _STOP and w not in _HEAD_NOUNS]
     inside = 0 < i1 < len(a) and 0 < j1 < len(b)
     return " ".join(added) if added and inside and "X" not in added and "Y" not in added else None
 
@@ -462,6 +529,9 @@ def _version(a: Anchor, b: Anchor) -> bool:
 SAME_RELATION = 0.74    # masked sentences this close state the same attribute (their words differ)
 SAME_RELATION_TELLING = 0.30  # ... when the value is a phone number or an e-mail address: its sort tells the attribute
 _TELLING = ("phone", "email")
+# Which phone: one person has several numbers at once, one per line.
+_LINE_WORDS = frozenset(stem(w) for w in "mobile cell cellphone office home work landline fax desk direct personal "
+                                         "business switchboard".split())
 FAR = 0.50            # whole sentences further apart than this, in other words, are not one attribute
 NEAR_DUPLICATE = 0.75  # whole sentences at least this close before a duplicate is considered
 SAME_WORDING = 0.80     # ... and the same value, reworded: a duplicate
@@ -493,7 +563,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
             return Aligned("unknown", "the new sentence leads with another name")
         covered = len(wo & wn) / len(wo) if wo else 1.0
         added = len(only_new) + len(gained)
-        tail = clauses(new) > clauses(old) and bool(only_new)  # a clause of its own after the names: ", the direct line"
+        # A clause of its own after the names: ", the direct line".
+        tail = clauses(new) > clauses(old) and bool(only_new)
         if tail or added >= 2 and (covered >= 0.75 or covered >= 0.5 and added >= 4
                                    and not (old.many or new.many or new.also)):
             more = clauses(new) > clauses(old)  # "... and also avoids dairy"
@@ -525,6 +596,10 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     a, b = lost[0], gained[0]
     if a.kind != b.kind:
         return Aligned("separate", f"a {a.kind} became a {b.kind}")
+    lines_old, lines_new = _LINE_WORDS & set(old.words), _LINE_WORDS & set(new.words)
+    if a.kind == "phone" and lines_old and lines_new and not lines_old & lines_new:  # "mobile" / "office line"
+        return Aligned("separate", f"another line ({' '.join(sorted(lines_old))} / {' '.join(sorted(lines_new))})",
+                       veto=True)
     if a.unit and b.unit and _dimension(a.unit) != _dimension(b.unit):  # "8 engineers" / "3 designers"
         return Aligned("separate", f"another unit ({a.unit} / {b.unit})", veto="money" in (a.unit, b.unit))
     version = a.kind == "name" and _version(a, b)
@@ -550,7 +625,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     qualifier = _qualified(old, new, shared)
     if qualifier:
         return Aligned("separate", f"a qualifier on one side only ({qualifier})", veto=True)
-    if a.kind == "name" and (_acts(old, a, shared) and _acts(new, b, shared) or _possessed(old, a) or _possessed(new, b)):
+    if a.kind == "name" and (_acts(old, a, shared) and _acts(new, b, shared)
+                             or _possessed(old, a) or _possessed(new, b)):
         return Aligned("separate", f"another subject ({a.key} / {b.key})")  # "A calls the dog Biscuit" / "B ..."
     if a.kind == "name" and shared and _marked(old, a) and _marked(new, b) \
             and not any(_marked(old, x) for x in old.anchors if x.key in shared):

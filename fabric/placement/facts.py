@@ -23,10 +23,9 @@ added detail), a changed value (contradiction), another fact (separate), or unkn
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from .validator import normalise
 
@@ -55,7 +54,8 @@ def _rel(name: str, words: str, value_first: str | None = None, *, multi: bool =
 
 
 # "X leads / heads / runs Y" (X is the value), but not "heads to Lisbon", "runs for office".
-_LEADS = r"\b(?:leads|heads|runs|running)\b(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an|its business|its operations)\b)"
+_LEADS = (r"\b(?:leads|heads|runs|running)\b"
+          r"(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an|its business|its operations)\b)")
 
 
 # Order matters only for naming: the first group two sentences share names their attribute.
@@ -70,7 +70,7 @@ RELATIONS: tuple[Relation, ...] = (
                          r"|\bbased (?:in|out of)\b|\bhome base\b"),
     # "home" alone also means a house ("worked from home in Porto"): only as the place someone lives.
     _rel("home_city", r"\blive[sd]?\b|\bliving in\b|\bresides?\b|\bresiding\b|\bresident of\b|\bresidence\b"
-                      r"|(?<!from )\bhome (?:for|of|to|is|in|city|town)\b|\bresident\b|\baddress\b"
+                      r"|(?<!from )\bhome (?:for|of|to|is|in|city|town)\b|\bresident\b|(?<!mail )\baddress\b"
                       r"|(?:'s|\bher|\bhis|\btheir) city\b|(?:\b(?:a|new|her|his|their)|'s) home\b"
                       r"|\bcalls? § home\b"
                       r"|\bmoved to\b|\brelocated to\b|\bsettled in\b|\bbased (?:in|out of)\b"),
@@ -89,7 +89,7 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("billing_plan", r"\bplan\b|\btier\b|\bsubscription\b|\bsubscribed to\b|\bsubscribes to\b|\bbilled on\b"
                          r"|\bupgraded to\b|\bdowngraded to\b"),
     _rel("owner", r"\bowned by\b|\bowns\b|\bparent company\b|\bsubsidiary of\b|\bacquired by\b|\bunit of\b"
-                  r"|\bowner\b|\bbought by\b", r"\bowns\b"),
+                  r"|\bowner(?:ship)?\b|\bbought by\b", r"\bowns\b"),
     _rel("spouse", r"\bmarried to\b|\bwife\b|\bhusband\b|\bspouse\b"),
     _rel("mentor", r"\bmentor(?:s|ed by)?\b", r"\bmentors\b"),
     _rel("coach", r"\bcoach(?:es|ed by)?\b|\btrained by\b|\btrainer\b", r"\bcoaches\b"),
@@ -105,8 +105,10 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("car", r"\bdrives\b|(?:\b(?:her|his|their)|'s) car\b|\bcar is\b"),
     _rel("team", r"\bplays for\b|\bsigned (?:with|for)\b"),
     _rel("work_location", r"\bworks? (?:from|out of|in)\b|\bdesk\b|\bsits in\b|\bbased at\b|\bworkplace\b"),
-    _rel("email", r"\be-?mail\b|\bwrite to\b", numeric=None),
-    _rel("deadline", r"\bdeadline\b|\bdue\b", numeric=None, dated=True),
+    _rel("email", r"\be-?mail(?: address)?\b|\bwrite to\b", numeric=None),
+    _rel("deadline", r"\bdeadline\b|\bdue\b"
+                 r"|\b(?:ship|deliver|finish|complete|be done|submit|hand in|wrap up)(?:ped|ed|d)? by\b",
+         numeric=None, dated=True),
     _rel("launch_date", r"\blaunch(?:es|ed|ing)?\b|\brelease date\b|\bgo(?:es)? live\b|\bships on\b", numeric=None,
          dated=True),
     _rel("rent", r"\brent\b|\brents for\b", numeric=True),
@@ -129,6 +131,11 @@ RELATIONS: tuple[Relation, ...] = (
 )
 
 _MULTI = frozenset(r.name for r in RELATIONS if r.multi)
+_NUMERIC = frozenset(r.name for r in RELATIONS if r.numeric)
+
+
+def _numeric(relation: str | None) -> bool:
+    return relation in _NUMERIC
 _LEXICON_NAMES = frozenset(r.name for r in RELATIONS)
 
 # "favourite film" / "loves X more than any other film": one group per kind of thing.
@@ -140,10 +147,14 @@ _SAME_THING = {"movie": "film", "films": "film", "movies": "film", "novel": "boo
 
 # ----------------------------------------------------------------------------------------- names
 
-_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?(?!\d{4}-\d\d-\d\d\b)(?=(?:-?\d){7})\d{2,4}(?:-\d{2,5}){1,4}\b"
+_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?(?!\d{4}-\d\d-\d\d\b)(?=(?:-?\d){7})\d{2,4}(?:-\d{2,6}){1,4}\b"
                     r"|[$€£]?\d(?:[\d,.:]*\d)?(?:\s?(?:%|am|pm))?|[^\W\d_][\w'’-]*|\S")
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9}
-_CURRENCY_WORDS = {"dollars", "dollar", "euros", "euro", "pounds", "usd", "eur", "gbp"}
+# Money after the number ("45 kroner", "20 dollars"): one word list for reading names, numbers and units.
+CURRENCY = (r"dollars?|euros?|pounds?|usd|eur|gbp|kr|kroner|krone|kronor|krona|sek|nok|dkk|yen|jpy|chf|francs?"
+            r"|rupees?|inr")
+_CURRENCY_WORDS = frozenset(w for part in CURRENCY.split("|")
+                            for w in ((part[:-2], part[:-1]) if part.endswith("s?") else (part,)))
 # Capitalised at the start of a sentence, or part of a title: grammar, not a name.
 _COMMON = frozenset("""the a an this that these those our their his her its my your since as in on at from after
     before today now currently yesterday recently home billing favourite favorite head when according update
@@ -166,10 +177,14 @@ _OF_VALUE = re.compile(r"\b(?:resident|employee|subsidiary|member|citizen|part|o
 _SUBJECT_MARK = re.compile(r"(?:\b(?:of|for|where)|\bhome to|\bat)\s*$")
 _PREDECESSOR = re.compile(r"\b(?:succeed(?:ed|s|ing)?|replac(?:ed|es|ing)|took over from|taking over from"
                           r"|in place of|instead of|(?:moved|switched|changed|upgraded|downgraded) from(?: the)?)\s+$")
-_RELATIVE = re.compile(r"§\s+(?:is|was)\s+(?:the|a|an)\s+[a-z -]+\s+§")
+# ("X is an engineer at Y" is no relative clause: a preposition ends the noun phrase.)
+_RELATIVE = re.compile(r"§\s+(?:is|was)\s+(?:the|a|an)\s+[a-z -]*[a-z](?<!\bat)(?<!\bin)(?<!\bof)(?<!\bfor)"
+                       r"(?<!\bwith)(?<!\bon)(?<!\bby)\s+§")
 _AT_SUBJECT = re.compile(r"\b(?:chief executive|ceo|cfo|cto|officer|manager|head|boss|chair\w*)"
                          r"(?:\s+(?:job|role|position|post|seat))?\s+at\s*$")
-_NEGATION = re.compile(r"\b(?:not|no longer|never|neither|nor)\b|n['’]t\b", re.IGNORECASE)
+# ("not far from", "not only": no negation of the fact.)
+_NEGATION = re.compile(r"\b(?:not(?! (?:far|only|just|least|bad|unlike)\b)|no longer|never|neither|nor)\b|n['’]t\b",
+                       re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,10 +212,11 @@ class Fact:
     loose: bool                    # words other than relation and grammar words join subject and value
     others: frozenset[str]         # names in the sentence besides the subject and the value
     detail: frozenset[str]         # content words besides the names and the relation's words
+    period: frozenset[str] = frozenset()  # years the sentence names, but for "since 2020" and the like
 
 
 _NUMBER = re.compile(r"[$€£]?\s*(\d[\d,]*(?:\.\d+)?)\s*((?:thousand|million|billion|mn|bn|k|m|b)?)\.?"
-                     r"(?:\s+(?:dollars?|euros?|pounds?|usd|eur|gbp))?")
+                     rf"(?:\s+(?:{CURRENCY}))?")
 
 
 def number_key(text: str) -> str | None:
@@ -222,7 +238,7 @@ def value_key(text: str) -> str:
     n = number_key(text)
     if n is not None:
         return n
-    words_ = normalise(text).split()
+    words_ = name_key(text).split()
     if words_ and words_[0] == "the":
         words_ = words_[1:]
     while len(words_) > 1 and words_[-1] in {"plan", "tier", "package", "subscription", "film", "movie", "city",
@@ -231,9 +247,15 @@ def value_key(text: str) -> str:
     return " ".join(words_)
 
 
+# "iRobot", "eBay": a brand, though lower-case first ("iOS", "macOS" read as words: an upper-case run).
+_CAMEL = re.compile(r"[a-z]{1,2}[A-Z][a-z]{2,}")
+
+
 def _is_name(tok: str) -> bool:
-    return tok[0].isupper() or tok[0].isdigit() or tok[0] in "$€£" or "@" in tok or tok[:2].startswith("+") \
-        and tok[1:2].isdigit()
+    """Capitalised, a number, an address, or a brand in camel case ("iRobot", "eBay")."""
+    camel = _CAMEL.fullmatch(tok) is not None
+    return tok[0].isupper() or camel or tok[0].isdigit() or tok[0] in "$€£" or "@" in tok \
+        or tok[:2].startswith("+") and tok[1:2].isdigit()
 
 
 def names(text: str) -> tuple[Span, ...]:
@@ -295,10 +317,16 @@ def _is_time(text: str, sp: Span) -> bool:
     if any(w in _MONTHS for w in ws):
         return all(w in _MONTHS or _YEAR.fullmatch(w) for w in ws)
     return len(ws) == 1 and _YEAR.fullmatch(ws[0]) is not None and (
-        _TIME_WORD.search(text[:sp.start]) is not None or not text[:sp.start].strip())
+        _TIME_WORD.search(text[:sp.start]) is not None or not text[:sp.start].strip()
+        or _YEAR_MODIFIER.search(text[:sp.start]) is not None and re.match(r"\s+[a-z]", text[sp.end:]) is not None)
 
 
 _YEAR = re.compile(r"(?:1[89]|20)\d\d")
+# "Kestrel Games' 2023 revenue", "the 2024 budget": a year before a noun is the period measured, not a value.
+_YEAR_MODIFIER = re.compile(r"(?:['’]s?|\b(?:the|its|their|his|her|our|my|your))\s+$", re.IGNORECASE)
+# The period a quantity is measured over ("revenue in 2023", "the 2024 budget"), not when it starts to hold.
+_PERIOD = re.compile(r"(?<!since )(?<!from )(?<!as of )(?<!starting )(?<!effective )\b((?:1[89]|20)\d\d)\b",
+                     re.IGNORECASE)
 _TIME_WORD = re.compile(r"\b(?:in|since|from|until|till|by|before|after|during|around|circa|as of)\s+$"
                         r"|,\s*$", re.IGNORECASE)
 
@@ -311,8 +339,21 @@ def _span(text: str, run: list[tuple[int, int, str]]) -> Span:
         raw = re.sub(r"['’]s?$", "", raw)
         end = start + len(raw)
     n = number_key(raw)
-    key = n if n is not None else " ".join(normalise(raw).split())
-    return Span(start, end, raw, key, possessive, n is not None)
+    return Span(start, end, raw, n if n is not None else name_key(raw), possessive, n is not None)
+
+
+_GENERIC_HEAD = frozenset("project projects team operation programme program initiative".split())
+
+
+def name_key(raw: str) -> str:
+    """A name's compared form: casefolded; a phone number in its digits alone ("+44 7700 900 123" =
+    "+44 7700 900123"); a leading generic noun dropped ("Project Falcon" = "Falcon")."""
+    if re.fullmatch(r"\+?\d[\d -]{5,}\d", raw) and len(re.sub(r"\D", "", raw)) >= 7:
+        return re.sub(r"\D", "", raw)
+    words_ = normalise(raw).split()
+    if len(words_) > 1 and words_[0] in _GENERIC_HEAD:
+        words_ = words_[1:]
+    return " ".join(words_)
 
 
 def _project(text: str, own: tuple[Span, ...], other: tuple[Span, ...]) -> tuple[Span, ...]:
@@ -336,7 +377,8 @@ _STOP = frozenset("""a an the is are was were be been being has have had of in o
     its it his her their our this that which who whom whose now also currently still since from into than
     any other more most very so then there here not no longer where these days update correction latest today
     nowadays lately recently anymore billing took over appointed named became becomes serves serving acts role
-    position officially made make makes calls call pays paid likes love loves best all again""".split())
+    position officially made make makes calls call pays paid likes love loves best all again just actually finally
+    passed""".split())
 
 
 def _relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int, str]]]:
@@ -361,7 +403,7 @@ def _relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int, s
         noun = _RELATIONAL_NOUN.search(masked)
         if noun is None:
             return [], -1, []
-        phrase = noun.group("of") or noun.group("poss") or noun.group("as")
+        phrase = noun.group("of") or noun.group("poss") or noun.group("as") or noun.group("appos")
         words_ = [w for w in phrase.split() if w not in _ADJECTIVES]
         if not words_ or words_[-1] in _STOP:
             return [], -1, []
@@ -379,7 +421,10 @@ _NOUN = r"((?:[a-z][a-z-]*\s+){0,2}[a-z][a-z-]*)"
 _RELATIONAL_NOUN = re.compile(
     rf"\b(?:the|its|his|her|their)\s+(?P<of>{_NOUN[1:-1]})\s+(?:of|for)\s+§"
     rf"|§'s\s+(?P<poss>{_NOUN[1:-1]})\s+(?:is|was|remains|has been|are)\b"
-    rf"|§\s+(?:has|have)\s+§\s+as\s+(?:its|his|her|their)\s+(?P<as>{_NOUN[1:-1]})\b")
+    rf"|§\s+(?:has|have)\s+§\s+as\s+(?:its|his|her|their)\s+(?P<as>{_NOUN[1:-1]})\b"
+    # "X has a new principal, Y", "X got a new coach: Y"
+    rf"|§\s+(?:has|have|got|gets)\s+(?:a|an|its|his|her|their)\s+(?P<appos>{_NOUN[1:-1]})\s*[,:–—-]\s*"
+    rf"(?:(?:mr|mrs|ms|mx|dr|prof)\s+)?§")
 _ADJECTIVES = frozenset("""new current former latest present acting interim all-time longtime long-time own first
     official main sole only""".split())
 _MULTI_NOUNS = frozenset("""friend colleague neighbour neighbor client customer member child son daughter sibling
@@ -415,17 +460,21 @@ def _linked(masked: str, pa: int, pb: int, covered: list[tuple[int, int, str]]) 
         if w in _STOP or w in _ADJECTIVES or w in _TITLES or w in _AUXILIARIES or w in _LINKING or w.endswith("ly") \
                 or _covered(covered, pa + 1 + m.start()):
             continue
-        if re.fullmatch(r"'s\s+", between[:m.start()]) or (
+        if re.fullmatch(r"'s\s+", between[:m.start()]) or _AFTER_POSSESSIVE.fullmatch(between[:m.start()]) and all(
+                w in _ADJECTIVES for w in between[2:m.start()].split()) or (
                 re.search(r"\b(?:a|an|the)\s+$", between[:m.start()]) and not between[m.end():].strip()):
             continue
         return False
     return True
 
 
+_AFTER_POSSESSIVE = re.compile(r"'s\s+(?:[a-z-]+\s+)+")  # "X's new team lead": adjectives, then the noun
+
 # Light verbs people restate a fact with ("switched to the Scale plan", "is located in Vilnius").
 _LINKING = frozenset("""moved switched located situated holds holding answers joined hired relocated transferred
     changed upgraded downgraded promoted elected stays staying sits living registered chose chosen picked
-    selected succeeded succeeds replaced replacing given gets got received numbers totals runs held business operations""".split())
+    selected succeeded succeeds replaced replacing given gets got received numbers totals runs held business
+    operations""".split())
 _AUXILIARIES = frozenset("does do did doesn't don't didn't will would can could may might should must shall "
                          "isn't wasn't".split())
 
@@ -444,10 +493,10 @@ def _whose(masked: str, subject: Span, at: int, covered: list[tuple[int, int, st
             if m.group() not in _STOP and m.group() not in _ADJECTIVES and m.group() not in _ROLE_WORDS:
                 return m.group()
         return ""
-    m = re.search(r"([a-z][a-z'-]*)\s+(?:of|for)\s+$", masked[:at])
-    if m and not _covered(covered, m.start(1)) and m.group(1) not in _STOP and m.group(1) not in _ADJECTIVES \
-            and not _OF_VALUE.search(masked[:at]):
-        return m.group(1)
+    noun = re.search(r"([a-z][a-z'-]*)\s+(?:of|for)\s+$", masked[:at])
+    if noun and not _covered(covered, noun.start(1)) and noun.group(1) not in _STOP \
+            and noun.group(1) not in _ADJECTIVES and not _OF_VALUE.search(masked[:at]):
+        return noun.group(1)
     return ""
 
 
@@ -546,16 +595,17 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
     subject_key = f"{subject.key} / {whose}" if whose else subject.key
     others = frozenset(sp.key for sp in spans if sp is not subject and sp is not value) | modifiers
     detail = frozenset(m.group() for m in re.finditer(r"[a-z][a-z'-]+", masked)
-                       if m.group() not in _STOP and m.group() not in _MONTHS
+                       if m.group() not in _STOP and m.group() not in _MONTHS and m.group() not in _TITLES
                        and not _covered(covered, m.start()))
     return Fact(subject=f"{subject.text}'s {whose}" if whose else subject.text, relation=_name(rels, subject_key),
                 relations=frozenset(r.name for r in rels), value=value.text, subject_key=subject_key,
                 value_key=value_key(value.text), negated=_NEGATION.search(masked) is not None,
-                past=_PAST.search(masked) is not None, tail=value is tail, loose=loose, others=others, detail=detail,
+                past=_PAST.search(masked, 0, limit) is not None, tail=value is tail, loose=loose, others=others,
+                detail=detail, period=frozenset(_PERIOD.findall(text)),
                 lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"))
 
 
-def keyable(fact: Fact | None) -> bool:
+def keyable(fact: Fact | None) -> TypeGuard[Fact]:
     """May this fact key a memory (so current_value returns it)? Not when it is negated, told as past,
     read loosely, or one of several values a subject holds at once."""
     return fact is not None and not (fact.negated or fact.past or fact.loose or fact.relation in _MULTI)
@@ -612,4 +662,6 @@ def compare(old: Fact, new: Fact) -> Verdict:
         return "duplicate"
     if shared_relation(old, new) in _MULTI or old.negated or new.negated:
         return "separate"  # a second showroom is not a moved one
+    if old.period and new.period and old.period != new.period and _numeric(shared_relation(old, new)):
+        return "separate"  # revenue in 2023, revenue in 2024: one figure per period
     return "contradiction_fork"

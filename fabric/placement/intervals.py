@@ -55,6 +55,7 @@ def plan_insert(new_id: uuid.UUID, new_from: datetime, new_to: datetime | None, 
     if successor is not None and (valid_to is None or successor.valid_from < valid_to):
         valid_to = successor.valid_from
     revisions = tuple(Revision(m.id, new_from, new_id) for m in contradicted)
+    anchor: uuid.UUID | None
     if target_id is not None and any(m.id == target_id for m in contradicted + ([successor] if successor else [])):
         anchor = target_id
     elif contradicted:

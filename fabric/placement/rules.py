@@ -33,7 +33,7 @@ import re
 import uuid
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
-from typing import Sequence
+from typing import Any, Sequence
 
 from .align import Aligned, clauses, compare_aligned, read, relation_similarity, single_key
 from .facts import Fact, compare, extract, keyable, shared_relation, value_key
@@ -153,12 +153,12 @@ class Statement:
     fact: Fact | None = None      # the new sentence's fact, when the lexicon read it
 
     @classmethod
-    def from_facts(cls, old: Fact, new: Fact) -> "Statement":
+    def from_facts(cls, old: Fact, new: Fact) -> Statement:
         return cls(old.subject, shared_relation(old, new) or new.relation, old.value, new.value, "lexicon",
                    keyable(new), new.negated, new)
 
     @classmethod
-    def from_alignment(cls, aligned: Aligned, c: Candidate) -> "Statement":
+    def from_alignment(cls, aligned: Aligned, c: Candidate) -> Statement:
         relation = c.relation if c.subject and normalise(c.subject) == normalise(aligned.subject) and c.relation \
             else aligned.relation
         # no shared name (a subject in lower-case words: "the billing service"): no key
@@ -229,7 +229,7 @@ class RuleValidator:
         if verdict == "child_update":  # the parent holds the key: a detail valid from later must not take it over
             return Decision("child_update", c.id, f"the same fact {what} = {st.new_value!r}, with more detail "
                             f"({st.how})", 0.8, self.name), separate
-        keys = dict(subject=subject, relation=relation, value=st.new_value) if st.keyable else {}
+        keys: dict[str, Any] = dict(subject=subject, relation=relation, value=st.new_value) if st.keyable else {}
         if st.negated:
             return Decision("contradiction_fork", c.id, f"the fact {what} = {st.old_value!r} is negated", 0.75,
                             self.name), separate
@@ -242,7 +242,7 @@ class RuleValidator:
         only where these readings do not settle the write."""
         return self._compare(c, write)[0]
 
-    def _compare(self, c: Candidate, write: IncomingWrite) -> tuple[str, "Statement | None"]:
+    def _compare(self, c: Candidate, write: IncomingWrite) -> tuple[str, Statement | None]:
         """The lexicon's verdict where it reads both sentences; the alignment's where it does not, and the
         alignment's structural guards over the lexicon (a qualifier swapped, a relative, another unit)."""
         new, old = extract(write.content, c.content), extract(c.content, write.content)
@@ -250,7 +250,7 @@ class RuleValidator:
         if verdict == "separate":
             return verdict, None
         aligned = compare_aligned(c.content, write.content, relation_similarity, c.similarity)
-        if verdict != "unknown":
+        if verdict != "unknown" and new is not None and old is not None:  # (the lexicon read both)
             if verdict == "contradiction_fork" and aligned.veto:
                 return "separate", None
             if verdict == "duplicate" and adds_detail(c.content, write.content):

@@ -70,15 +70,18 @@ class Decision:
     completion_tokens: int | None = None
     called: bool = False  # True when a model (or other costly validator) was actually consulted
 
-    def with_cost(self, **kw: Any) -> "Decision":
+    def with_cost(self, **kw: Any) -> Decision:
         return replace(self, **kw)
 
 
 class Validator(Protocol):
     """Decides one placement. Must not touch the database; candidates carry what it needs."""
 
-    name: str
-    model: str | None
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str | None: ...  # None: no model to wait for (decided under the org lock)
 
     def decide(self, write: IncomingWrite, candidates: Sequence[Candidate]) -> Decision: ...
 

@@ -33,9 +33,10 @@ Names. Words the query capitalises are the names it asks about (see `named_words
 `named_matches` is how many of their lexemes it contains, and the lexical and hybrid rankings
 order by it first: a fact about the entity the query names is never ranked behind a near-twin
 fact about another entity with a similar name (a shared first name, a shared sentence template),
-however close the twin's embedding. The hybrid score is `named_matches + Σ 1 / (rrf_k + rank)`
-over both legs (reciprocal rank fusion), so its integer part counts the named terms matched and
-the order follows the score. A query in lower case names nothing; fusion alone ranks it."""
+however close the twin's embedding. The hybrid score is `named_matches + attribute_weight x
+attribute + Σ 1 / (rrf_k + rank)` over both legs (reciprocal rank fusion; `attribute`: the memory
+states the attribute the question asks about, fabric/read/intent.py), so its integer part counts
+the named terms matched and the order follows the score. A query in lower case names nothing; fusion alone ranks it."""
 
 from __future__ import annotations
 
@@ -51,13 +52,18 @@ from psycopg.rows import tuple_row
 
 from ..placement.facts import value_key
 from ..sql import q
+from .intent import read_question
 
 MODES = ("hybrid", "vector", "lexical")
 RRF_K = 60          # the usual reciprocal rank fusion constant
 HYBRID_POOL = 50    # rows taken from each leg before fusion (at least k)
 DF_CAP = 100        # a term in this many of the memories that hold, or more, carries no weight
 COMMON_DF_FACTOR = 10   # a term in df_cap x this many of the org's memories is not even scanned
+# A memory stating the attribute the question asks about ranks after the named terms and before the
+# fused score: both legs' reciprocal ranks sum to at most 2 / (RRF_K + 1) < 0.04 (fabric/read/intent.py).
+ATTRIBUTE_WEIGHT = 0.5
 CONTEXT_SLACK = 8   # superseded nodes a context walk may pass through beyond n hops
+CURRENT_OVERFETCH = 2   # current-state scans take this many candidates per row asked, then filter by time
 ITERATIVE_SCAN_SINCE = (0, 8)   # the pgvector release that added hnsw.iterative_scan
 # The HNSW index each kind of read searches (its size sets the candidate list).
 CURRENT_INDEX = "fabric.ix_current_embeddings_embedding_hnsw"
@@ -65,6 +71,8 @@ ALL_INDEX = "fabric.ix_memories_embedding_hnsw"
 
 SEARCH_SQL = q("search")
 VECTOR_SQL = q("search_vector")
+VECTOR_CURRENT_SQL = q("search_vector_current")
+VECTOR_AT_SQL = q("search_vector_at")
 ANN_SQL = q("search_vector_ann")
 CONTEXT_SQL = q("search_context")
 
@@ -96,7 +104,8 @@ def named_words(text: str) -> str:
 def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, k: int, valid_at: datetime,
                   known_at: datetime, include_superseded: bool = False, live_only: bool = False,
                   pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP, names: bool = True,
-                  subject_prefix: str | None = None, current: bool = False) -> dict[str, Any]:
+                  subject_prefix: str | None = None, current: bool = False,
+                  attribute_weight: float = ATTRIBUTE_WEIGHT) -> dict[str, Any]:
     """The `search` statement's parameters. `pool` (rows per leg) defaults to k in vector mode (the plain
     k-nearest search) and to max(k, HYBRID_POOL) otherwise. `current`: valid_at and known_at are now
     (the caller asked for neither), so the vector leg may search fabric.current_embeddings; live_only
@@ -107,16 +116,35 @@ def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, 
         raise ValueError(f"mode {mode!r} needs the query's embedding")
     if pool is None:
         pool = k if mode == "vector" else max(k, HYBRID_POOL)
+    # The attribute the question asks about (hybrid only; an empty reading changes nothing).
+    question = read_question(text or "") if mode == "hybrid" else read_question("")
     return {"org": org, "q": vector if mode != "lexical" else None, "query": text or "",
             "names": named_words(text or "") if names else "", "valid_at": valid_at, "known_at": known_at,
             "include_superseded": include_superseded, "live_only": live_only, "mode": mode, "k": k,
-            "pool": max(pool, k), "rrf_k": rrf_k, "df_cap": df_cap, "common_df": COMMON_DF_FACTOR * df_cap,
-            "subject_prefix": subject_prefix, "current": (current and not include_superseded) or live_only}
+            "pool": max(pool, k), "scan_limit": CURRENT_OVERFETCH * (k if mode == "vector" else max(pool, k)),
+            "rrf_k": rrf_k, "df_cap": df_cap, "common_df": COMMON_DF_FACTOR * df_cap,
+            "subject_prefix": subject_prefix, "current": (current and not include_superseded) or live_only,
+            "attribute_relations": list(question.relations), "attribute_words": question.words,
+            "question_words": list(question.all_words), "attribute_weight": attribute_weight}
 
 
-def statement_for(mode: str) -> str:
-    """Vector mode runs the lean `search_vector` statement; hybrid and lexical run `search`."""
-    return VECTOR_SQL if mode == "vector" else SEARCH_SQL
+def statement_for(mode: str, iterative: bool = False, current: bool = False) -> str:
+    """Hybrid and lexical run `search`. Vector mode runs `search_vector` (index scan, exact scan when it
+    comes up short); with iterative scans (`iterative`) it first runs the index scan alone, of the
+    current state (`current`: search_vector_current) or of every memory (search_vector_at): cheaper to
+    plan, and it nearly always returns k rows (see `fallback_for`)."""
+    if mode != "vector":
+        return SEARCH_SQL
+    if not iterative:
+        return VECTOR_SQL
+    return VECTOR_CURRENT_SQL if current else VECTOR_AT_SQL
+
+
+def fallback_for(statement: str, rows: list[Any], params: dict[str, Any]) -> str | None:
+    """The statement to run next when an index-scan-only statement came up short of k rows: the full
+    search_vector, whose exact scan answers. None when the rows are the answer."""
+    short = statement is VECTOR_CURRENT_SQL or statement is VECTOR_AT_SQL
+    return VECTOR_SQL if short and len(rows) < params["k"] else None
 
 
 _SETTINGS_SQL = """
@@ -131,7 +159,7 @@ _ITERATIVE_SQL = "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true
 _PGVECTOR_SQL = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
 
 # pgvector's version per connection (sync or async), read once
-_pgvector_versions: "weakref.WeakKeyDictionary[Any, tuple[int, ...]]" = weakref.WeakKeyDictionary()
+_pgvector_versions: weakref.WeakKeyDictionary[Any, tuple[int, ...]] = weakref.WeakKeyDictionary()
 
 
 def _version(row: Any) -> tuple[int, ...]:
@@ -199,28 +227,45 @@ def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray 
         include_superseded=include_superseded, live_only=live_only, ef_search=ef_search, pool=pool,
         rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix, current=current,
         iterative=pgvector_version(conn) >= ITERATIVE_SCAN_SINCE)
+    rows = _run(conn, settings, statement, params)
+    fallback = fallback_for(statement, rows, params)
+    if fallback is not None:
+        rows = _run(conn, settings, fallback, params)
+    return search_rows(rows)
+
+
+def _run(conn: psycopg.Connection, settings: list[tuple[str, Any]], statement: str, params: dict[str, Any]
+         ) -> list[Any]:
+    """The settings and one statement, sent together in a pipeline (one round trip)."""
     if psycopg.Pipeline.is_supported():
         with conn.pipeline():
             for stmt, args in settings:
                 conn.execute(stmt, args)
             cur = conn.execute(statement, params)
-        rows = cur.fetchall()
-    else:  # pragma: no cover - libpq older than 14
-        for stmt, args in settings:
-            conn.execute(stmt, args)
-        rows = conn.execute(statement, params).fetchall()
-    return search_rows(rows)
+        return cur.fetchall()
+    for stmt, args in settings:  # pragma: no cover - libpq older than 14
+        conn.execute(stmt, args)
+    return conn.execute(statement, params).fetchall()
 
 
 async def asearch(conn: psycopg.AsyncConnection, **kw: Any) -> list[dict[str, Any]]:
     """`search` on an async connection: the same plan, the same statement, the same rows."""
     iterative = await apgvector_version(conn) >= ITERATIVE_SCAN_SINCE
     settings, statement, params = search_plan(**kw, iterative=iterative)
+    rows = await _arun(conn, settings, statement, params)
+    fallback = fallback_for(statement, rows, params)
+    if fallback is not None:
+        rows = await _arun(conn, settings, fallback, params)
+    return search_rows(rows)
+
+
+async def _arun(conn: psycopg.AsyncConnection, settings: list[tuple[str, Any]], statement: str,
+                params: dict[str, Any]) -> list[Any]:
     async with conn.pipeline():
         for stmt, args in settings:
             await conn.execute(stmt, args)
         cur = await conn.execute(statement, params)
-    return search_rows(await cur.fetchall())
+    return await cur.fetchall()
 
 
 def search_plan(*, org: str, text: str, vector: np.ndarray | None, mode: str, k: int, valid_at: datetime,
@@ -233,7 +278,8 @@ def search_plan(*, org: str, text: str, vector: np.ndarray | None, mode: str, k:
                            known_at=known_at, include_superseded=include_superseded, live_only=live_only,
                            pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix,
                            current=current)
-    return search_settings(params, ef_search=ef_search, iterative=iterative), statement_for(mode), params
+    return (search_settings(params, ef_search=ef_search, iterative=iterative),
+            statement_for(mode, iterative, params["current"]), params)
 
 
 def search_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

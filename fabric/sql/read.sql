@@ -24,7 +24,3 @@ SELECT 1 AS found FROM fabric.memories WHERE org = %(org)s AND id = %(id)s
 -- The current version of one memory (none if retracted).
 SELECT * FROM fabric_api.memory_versions WHERE org = %(org)s AND id = %(id)s AND expired_at IS NULL
 
--- name: memories_by_id
--- Current versions of several memories.
-SELECT * FROM fabric_api.memory_versions
-WHERE org = %(org)s AND id = ANY(%(ids)s) AND expired_at IS NULL

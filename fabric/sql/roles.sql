@@ -13,9 +13,6 @@ ALTER ROLE {role} SET default_transaction_read_only = on
 -- name: role_grant_group
 GRANT {group} TO {role}
 
--- name: role_revoke_group
-REVOKE {group} FROM {role}
-
 -- name: role_drop
 DROP ROLE {role}
 

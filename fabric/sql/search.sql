@@ -3,7 +3,8 @@
 -- comes up short), a lexical leg (full text over search_text through the GIN index, idf-weighted),
 -- and their fusion.
 --   mode 'lexical' : rank by (named terms matched, lexical score); score = named * (1 + Σ idf) + lexical
---   mode 'hybrid'  : rank by named terms matched + reciprocal rank fusion of both legs
+--   mode 'hybrid'  : rank by named terms matched, then the attribute the question asks about, then
+--                    reciprocal rank fusion of both legs
 -- Both legs apply the tenant and the time filter (fabric_api.holds) before they rank and cut, so
 -- neither can lose a qualifying memory behind better-scoring ones that do not qualify; the lexical
 -- leg's term statistics, too, are those of the memories that hold.
@@ -12,6 +13,9 @@
 -- live_only (only memories currently believed and live), mode, k, pool (rows per leg), rrf_k, df_cap,
 -- subject_prefix (NULL, or only memories in that namespace or below it: fabric_api.under, migration 0004).
 -- current (a current-state read: the vector leg searches fabric.current_embeddings), common_df.
+-- attribute_relations, attribute_words, question_words, attribute_weight: the attribute the question
+-- asks about, its words, and all its words (fabric/read/intent.py); the weight of a memory that
+-- states it (see `asked`).
 -- The vector leg is the one in search_vector (keep the two in step).
 WITH
 -- ---------------------------------------------------------------- lexical leg
@@ -64,6 +68,9 @@ weights AS MATERIALIZED (   -- BM25's idf over the memories that hold (N, df cou
                         AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                                              %(valid_at)s, %(known_at)s, %(include_superseded)s)
                         AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+                      -- in key order: the org's own rows through the primary key (a seq scan would
+                      -- read past every other org's rows before it met this one's)
+                      ORDER BY v.memory_id
                       LIMIT %(df_cap)s) s) c
     GROUP BY p.term, c.n
     HAVING count(*) < %(df_cap)s
@@ -82,17 +89,20 @@ lex_leg AS (   -- every memory here holds: rank them all, then cut
 ),
 -- ---------------------------------------------------------------- vector leg
 ann AS MATERIALIZED (   -- the HNSW index scan (see search_vector); may come up short
-    (SELECT c.memory_id AS id, c.embedding <=> %(q)s::vector AS distance
-     FROM fabric.current_embeddings c
-     JOIN fabric.memory_versions v ON v.org = c.org AND v.memory_id = c.memory_id
-     WHERE %(current)s AND %(mode)s = 'hybrid' AND c.org = %(org)s
-       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+    (SELECT n.id, n.distance
+     FROM (SELECT c.memory_id AS id, c.embedding <=> %(q)s::vector AS distance
+           FROM fabric.current_embeddings c
+           WHERE %(current)s AND %(mode)s = 'hybrid' AND c.org = %(org)s
+             AND (%(subject_prefix)s::text IS NULL
+                  OR EXISTS (SELECT 1 FROM fabric.memories m WHERE m.org = c.org AND m.id = c.memory_id
+                             AND fabric_api.under(m.subject, %(subject_prefix)s)))
+           ORDER BY c.embedding <=> %(q)s::vector
+           LIMIT %(scan_limit)s) n
+     JOIN fabric.memory_versions v ON v.org = %(org)s AND v.memory_id = n.id
+     WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                             %(valid_at)s, %(known_at)s, %(include_superseded)s)
        AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
-       AND (%(subject_prefix)s::text IS NULL
-            OR EXISTS (SELECT 1 FROM fabric.memories m WHERE m.org = c.org AND m.id = c.memory_id
-                       AND fabric_api.under(m.subject, %(subject_prefix)s)))
-     ORDER BY c.embedding <=> %(q)s::vector
+     ORDER BY n.distance
      LIMIT %(pool)s)
   UNION ALL
     (SELECT m.id, m.embedding <=> %(q)s::vector AS distance
@@ -128,16 +138,55 @@ vec_leg AS (
     JOIN fabric.memories m ON m.org = %(org)s AND m.id = s.id
 ),
 -- ---------------------------------------------------------------- fusion
-scored AS (   -- named terms matched (counted by whichever leg found the memory) first, then RRF
+fused AS (
+    SELECT coalesce(v.id, l.id) AS id, v.vec_rank, l.lex_score, l.lex_rank, coalesce(v.names, l.names) AS names
+    FROM vec_leg v FULL JOIN lex_leg l ON l.id = v.id
+),
+keyed AS MATERIALIZED (   -- hybrid: the fused memories' keys, from the version that holds (as the output's)
+    SELECT f.id, m.subject, m.relation, v.state
+    FROM fused f
+    JOIN fabric.memories m ON m.org = %(org)s AND m.id = f.id
+    JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+    WHERE %(mode)s = 'hybrid' AND m.relation IS NOT NULL
+      AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                           %(valid_at)s, %(known_at)s, %(include_superseded)s)
+),
+relations_asked AS MATERIALIZED (   -- each relation name found, once: is it the attribute the question asks about
+                       -- (fabric/read/intent.py)? One of the lexicon attributes the question names, or a
+                       -- name whose every word is among the question's (favourite_restaurant ~ "favourite
+                       -- restaurant"; words compared stemmed, a stem may be a prefix of the other)
+    SELECT r.relation
+    FROM (SELECT DISTINCT relation FROM keyed) r
+    CROSS JOIN (SELECT tsvector_to_array(to_tsvector('english', %(attribute_words)s)) AS words) q
+    WHERE r.relation = ANY(%(attribute_relations)s::text[])
+       OR (SELECT bool_and(EXISTS (SELECT 1 FROM unnest(q.words) w
+                                   WHERE (length(rw) >= 3 AND starts_with(w, rw)) OR (length(w) >= 4 AND starts_with(rw, w))))
+           FROM unnest(tsvector_to_array(to_tsvector('english', replace(r.relation, '_', ' ')))) rw)
+),
+matched AS MATERIALIZED (   -- subject_words: how many words of the subject the question has (question_words)
+    SELECT id, (NOT %(include_superseded)s OR state = 'live')
+               AND relation IN (SELECT relation FROM relations_asked) AS relation_asked,
+           (SELECT count(*) FROM unnest(string_to_array(lower(subject), ' ')) w
+            WHERE w = ANY(%(question_words)s::text[])) AS subject_words
+    FROM keyed
+),
+asked AS (   -- the memory states the attribute asked about, of the subject the question names best (most
+             -- words in common: "Corin Lindqvist", not the twin "Corin Lindquist"); when it names no
+             -- subject found here, of any subject
+    SELECT id, (relation_asked AND subject_words = max(subject_words) OVER ())::int AS attribute
+    FROM matched
+),
+scored AS (   -- named terms matched (counted by whichever leg found the memory) first, then the attribute
+              -- asked about (a tier: attribute_weight exceeds any fused score), then RRF
     SELECT f.id, f.vec_rank, f.lex_rank, f.names,
+           CASE %(mode)s WHEN 'hybrid' THEN coalesce(a.attribute, 0) END AS attribute,
            CASE %(mode)s
                WHEN 'lexical' THEN f.lex_score
-               ELSE f.names + coalesce(1.0::float8 / (%(rrf_k)s + f.vec_rank), 0)
+               ELSE f.names + %(attribute_weight)s * coalesce(a.attribute, 0)
+                            + coalesce(1.0::float8 / (%(rrf_k)s + f.vec_rank), 0)
                             + coalesce(1.0::float8 / (%(rrf_k)s + f.lex_rank), 0)
            END AS score
-    FROM (SELECT coalesce(v.id, l.id) AS id, v.vec_rank, l.lex_score, l.lex_rank,
-                 coalesce(v.names, l.names) AS names
-          FROM vec_leg v FULL JOIN lex_leg l ON l.id = v.id) f
+    FROM fused f LEFT JOIN asked a ON a.id = f.id
 ),
 top AS (
     SELECT * FROM scored ORDER BY score DESC, vec_rank, id LIMIT %(k)s
@@ -145,7 +194,8 @@ top AS (
 SELECT m.id, m.org, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.relation, m.value,
        v.valid_from, v.valid_to, v.recorded_at, v.expired_at, v.superseded_by, m.placement,
        m.source, m.kind, m.durability, m.metadata, v.version, v.state, v.decision_id,
-       t.score, t.vec_rank AS vector_rank, t.lex_rank AS lexical_rank, t.names AS named_matches
+       t.score, t.vec_rank AS vector_rank, t.lex_rank AS lexical_rank, t.names AS named_matches,
+       t.attribute AS attribute_match
 FROM top t
 JOIN fabric.memories m ON m.org = %(org)s AND m.id = t.id
 JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
@@ -163,19 +213,28 @@ ORDER BY t.score DESC, t.vec_rank, t.id
 -- the iterative scan gives up, it returns fewer than k rows that qualify and the exact scan over every
 -- qualifying memory answers instead. score = cosine similarity. Parameters as in `search` (k = pool),
 -- plus current.
+-- The current-state scan takes scan_limit (2k) candidates of the org, then the time filter: nearly
+-- every row of current_embeddings holds now (the few that do not: a valid time ended since the
+-- memory's last change, or one that starts in the future), and with the filter outside the scan the
+-- planner estimates the org's share alone. Inside it, the join to memory_versions was estimated to
+-- keep ~3 in 100 of the org's rows (each key column's selectivity multiplied), which made the exact
+-- sort of a 4-percent org look cheaper than the index: 7.0 -> 1.8 ms of CPU at 100k memories (k 10).
 WITH
 ann AS MATERIALIZED (   -- the index scan: one branch runs, the other's one-time filter is false
-    (SELECT c.memory_id AS id, c.embedding <=> %(q)s::vector AS distance
-     FROM fabric.current_embeddings c
-     JOIN fabric.memory_versions v ON v.org = c.org AND v.memory_id = c.memory_id
-     WHERE %(current)s AND c.org = %(org)s
-       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+    (SELECT n.id, n.distance   -- current state: the scan, then the time filter on its candidates
+     FROM (SELECT c.memory_id AS id, c.embedding <=> %(q)s::vector AS distance
+           FROM fabric.current_embeddings c
+           WHERE %(current)s AND c.org = %(org)s
+             AND (%(subject_prefix)s::text IS NULL
+                  OR EXISTS (SELECT 1 FROM fabric.memories m WHERE m.org = c.org AND m.id = c.memory_id
+                             AND fabric_api.under(m.subject, %(subject_prefix)s)))
+           ORDER BY c.embedding <=> %(q)s::vector
+           LIMIT %(scan_limit)s) n
+     JOIN fabric.memory_versions v ON v.org = %(org)s AND v.memory_id = n.id
+     WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                             %(valid_at)s, %(known_at)s, %(include_superseded)s)
        AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
-       AND (%(subject_prefix)s::text IS NULL
-            OR EXISTS (SELECT 1 FROM fabric.memories m WHERE m.org = c.org AND m.id = c.memory_id
-                       AND fabric_api.under(m.subject, %(subject_prefix)s)))
-     ORDER BY c.embedding <=> %(q)s::vector
+     ORDER BY n.distance
      LIMIT %(k)s)
   UNION ALL
     (SELECT m.id, m.embedding <=> %(q)s::vector AS distance
@@ -221,19 +280,76 @@ WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
   AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
 ORDER BY t.vec_rank
 
+-- name: search_vector_current
+-- Vector retrieval through the index scan alone, current state (the common case, pgvector >= 0.8):
+-- the k memories nearest to the query that hold now, with their rows. The scan takes scan_limit (2k)
+-- candidates of the org from fabric.current_embeddings, then the time filter (see search_vector). It
+-- returns fewer than k rows when the scan gave up, more than k of the candidates do not hold, or fewer
+-- than k memories qualify; fabric/read/search.py then runs search_vector, whose exact scan answers.
+-- One branch and no exact-scan branch: at ~1.5 ms of execution, planning search_vector (0.94 ms at
+-- 100k memories) was a third of a search. Parameters as in search_vector.
+SELECT m.id, m.org, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.relation, m.value,
+       v.valid_from, v.valid_to, v.recorded_at, v.expired_at, v.superseded_by, m.placement,
+       m.source, m.kind, m.durability, m.metadata, v.version, v.state, v.decision_id,
+       1 - n.distance AS score, row_number() OVER (ORDER BY n.distance, n.id) AS vector_rank,
+       NULL::bigint AS lexical_rank, 0::bigint AS named_matches
+FROM (SELECT c.memory_id AS id, c.embedding <=> %(q)s::vector AS distance
+      FROM fabric.current_embeddings c
+      WHERE c.org = %(org)s
+        AND (%(subject_prefix)s::text IS NULL
+             OR EXISTS (SELECT 1 FROM fabric.memories s WHERE s.org = c.org AND s.id = c.memory_id
+                        AND fabric_api.under(s.subject, %(subject_prefix)s)))
+      ORDER BY c.embedding <=> %(q)s::vector
+      LIMIT %(scan_limit)s) n
+JOIN fabric.memory_versions v ON v.org = %(org)s AND v.memory_id = n.id
+JOIN fabric.memories m ON m.org = %(org)s AND m.id = n.id
+WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                       %(valid_at)s, %(known_at)s, %(include_superseded)s)
+  AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+ORDER BY vector_rank
+LIMIT %(k)s
+
+-- name: search_vector_at
+-- search_vector_current for time travel (valid_at / known_at asked): the iterative scan of every
+-- memory's index, the time filter inside it (a time-travel filter is selective), re-sorted by
+-- distance (a relaxed-order scan may return rows slightly out of order). Short of k rows:
+-- search_vector answers. Parameters as in search_vector.
+SELECT a.id, a.org, a.parent_id, a.root_id, a.depth, a.content, a.subject, a.relation, a.value,
+       a.valid_from, a.valid_to, a.recorded_at, a.expired_at, a.superseded_by, a.placement,
+       a.source, a.kind, a.durability, a.metadata, a.version, a.state, a.decision_id,
+       1 - a.distance AS score, row_number() OVER (ORDER BY a.distance, a.id) AS vector_rank,
+       NULL::bigint AS lexical_rank, 0::bigint AS named_matches
+FROM (SELECT m.id, m.org, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.relation, m.value,
+             v.valid_from, v.valid_to, v.recorded_at, v.expired_at, v.superseded_by, m.placement,
+             m.source, m.kind, m.durability, m.metadata, v.version, v.state, v.decision_id,
+             m.embedding <=> %(q)s::vector AS distance
+      FROM fabric.memories m
+      JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+      WHERE m.org = %(org)s
+        AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                             %(valid_at)s, %(known_at)s, %(include_superseded)s)
+        AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+        AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
+      ORDER BY m.embedding <=> %(q)s::vector
+      LIMIT %(k)s) a
+ORDER BY vector_rank
+
 -- name: search_vector_ann
 -- The vector leg's index scan on its own (for EXPLAIN, tests and the benchmark's fallback count): the
 -- k nearest memories that hold, as the HNSW scan finds them (the `ann` of search_vector). It can
 -- return fewer than k rows; the search statements then fall back to an exact scan.
-(SELECT c.memory_id AS id, m.content, c.embedding <=> %(q)s::vector AS distance
- FROM fabric.current_embeddings c
- JOIN fabric.memories m ON m.org = c.org AND m.id = c.memory_id
- JOIN fabric.memory_versions v ON v.org = c.org AND v.memory_id = c.memory_id
- WHERE %(current)s AND c.org = %(org)s
-   AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+(SELECT n.id, m.content, n.distance
+ FROM (SELECT c.memory_id AS id, c.embedding <=> %(q)s::vector AS distance
+       FROM fabric.current_embeddings c
+       WHERE %(current)s AND c.org = %(org)s
+       ORDER BY c.embedding <=> %(q)s::vector
+       LIMIT %(scan_limit)s) n
+ JOIN fabric.memories m ON m.org = %(org)s AND m.id = n.id
+ JOIN fabric.memory_versions v ON v.org = %(org)s AND v.memory_id = n.id
+ WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                         %(valid_at)s, %(known_at)s, %(include_superseded)s)
    AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
- ORDER BY c.embedding <=> %(q)s::vector
+ ORDER BY n.distance
  LIMIT %(k)s)
 UNION ALL
 (SELECT m.id, m.content, m.embedding <=> %(q)s::vector AS distance

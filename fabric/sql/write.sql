@@ -34,12 +34,6 @@ ORDER BY received_at
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
 
--- name: parked_writes
--- Writes parked with an error, for an admin.
-SELECT org, id, content, error, attempts, received_at FROM fabric.writes
-WHERE status = 'parked' AND (%(org)s::text IS NULL OR org = %(org)s)
-ORDER BY received_at;
-
 -- name: set_job_id
 -- Record the job that now carries these writes.
 UPDATE fabric.writes SET job_id = %(job_id)s

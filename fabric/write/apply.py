@@ -28,6 +28,7 @@ from ..read.search import (CURRENT_INDEX, ITERATIVE_SCAN_SINCE, VECTOR_SQL, pgve
                            session_settings)
 from ..sql import q
 from ..types import Placement, utcnow
+from . import ledger
 
 log = logging.getLogger(__name__)
 
@@ -425,12 +426,9 @@ def apply_planned(conn: psycopg.Connection, write: IncomingWrite, embedding: np.
 
 def _log_decision(conn, org, decision_id, d: Decision, write_id, memory_id, target_id, now, replay_id,
                   details) -> None:
-    conn.execute(q("insert_decision"), {
-        "org": org, "id": decision_id, "action": "replay" if replay_id else "place", "kind": d.kind,
-        "write_id": write_id, "memory_id": memory_id, "target_id": target_id, "validator": d.validator,
-        "model": d.model, "reason": d.reason, "confidence": d.confidence, "latency_ms": d.latency_ms,
-        "prompt_tokens": d.prompt_tokens, "completion_tokens": d.completion_tokens, "now": now,
-        "reverts": None, "replay_id": replay_id, "details": Jsonb(details)})
+    ledger.log_decision(conn, org, decision_id, action="replay" if replay_id else "place", now=now,
+                        reason=d.reason, decision=d, write_id=write_id, memory_id=memory_id, target_id=target_id,
+                        replay_id=replay_id, details=details)
 
 
 def _placement(write: IncomingWrite, d: Decision, memory_id, target_id, decision_id, out_of_order) -> Placement:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Sequence
+from typing import Any, Sequence
 
 from psycopg_pool import ConnectionPool
 
@@ -62,8 +62,9 @@ class Placer:
             started = time.perf_counter()
             vectors = self.embedder.embed([w.content for w in writes])  # one batch for the whole job
             metrics.embedded(len(writes), time.perf_counter() - started)
-            tuning = dict(k=self.settings.neighbours_k, near_similarity=self.settings.near_similarity,
-                          ef_search=self.settings.ef_search, stats=stats)
+            tuning: dict[str, Any] = dict(k=self.settings.neighbours_k, ef_search=self.settings.ef_search,
+                                          near_similarity=self.settings.near_similarity, stats=stats)
+            errors: dict[uuid.UUID, Exception]
             if self.validator.model is None:
                 # No model to wait for (the rules decide in microseconds): decide under the org lock, in chunks.
                 errors = place_locked(conn, writes, vectors, self.validator, **tuning)
@@ -82,18 +83,18 @@ class Placer:
                         continue
                     if placed is not None:
                         metrics.placement_done(placed.decision, placed.validator, time.perf_counter() - started)
-            for write_id, exc in errors.items():
-                if isinstance(exc, ValidatorError):
+            for write_id, failure in errors.items():
+                if isinstance(failure, ValidatorError):
                     # The validator's own retries are spent: park the write for an admin, with the error.
-                    self._park(conn, org, write_id, f"validator: {exc}", stats, validator=self.validator.name)
+                    self._park(conn, org, write_id, f"validator: {failure}", stats, validator=self.validator.name)
                     continue
-                status = note_failure(conn, org, write_id, f"{type(exc).__name__}: {exc}", park=False,
+                status = note_failure(conn, org, write_id, f"{type(failure).__name__}: {failure}", park=False,
                                       max_attempts=self.settings.job_retries + 2)
                 if status == "parked":
                     stats.parked += 1
                     metrics.write_parked(None)
                 else:
-                    failed.append(f"{write_id}: {type(exc).__name__}: {exc}")
+                    failed.append(f"{write_id}: {type(failure).__name__}: {failure}")
         if failed:
             raise FabricError(f"{len(failed)} write(s) of org {org!r} failed and stay pending for a retry: "
                               + "; ".join(failed[:3]))

@@ -4,20 +4,21 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import redis
 from psycopg_pool import ConnectionPool
 from rq import Queue
 
-from fabric import metrics
-from fabric import queue as fq
-from fabric.config import Settings
-from fabric.sql import q
+from .. import metrics
+from .. import queue as fq
+from ..config import Settings
+from ..sql import q
 
 log = logging.getLogger(__name__)
 
 
-def reconcile(pool: ConnectionPool, conn: redis.Redis, queue: Queue, settings: Settings, *,
+def reconcile(pool: ConnectionPool[Any], conn: redis.Redis, queue: Queue, settings: Settings, *,
               grace: float, limit: int = 10000) -> int:
     with pool.connection() as pg:
         # SKIP LOCKED leaves out writes a placement transaction holds right now.

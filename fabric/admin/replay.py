@@ -7,7 +7,7 @@ How it works (one transaction, under the org's placement lock):
    span branches). The writes: those whose current memory is in the family, plus those recorded as
    duplicates of one, in their original transaction-time order (the time of their first placement).
 2. Undo: every placement of those writes is taken back: their nodes' current versions expire (and,
-   as `retract_memory` does, a memory one of them superseded is believed again as before).
+   as `retract_memory` does (`ledger.belief_before`), a memory one of them superseded is believed again as before).
 3. Redo: each write is placed again, in order, with the chosen validator: candidates are gathered
    from the scratch state (the family as re-placed so far, plus the rest of the org as it stood when
    the write was first placed — memories of other branches that entered the tree later are left out,
@@ -37,37 +37,26 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import psycopg
-from psycopg.types.json import Jsonb
 
-from .errors import ConfigurationError, NotFound, ValidationError
-from .placement.facts import text_key
-from .placement.validator import Candidate, Decision, IncomingWrite, Validator
-from .sql import q
-from .types import as_uuid, check_org
-from .write.apply import (
+from ..config import Settings
+from ..errors import ConfigurationError, NotFound, ValidationError
+from ..placement.facts import text_key
+from ..placement.validator import Candidate, Decision, IncomingWrite, Validator
+from ..sql import q
+from ..types import as_uuid, check_org
+from ..write import ledger
+from ..write.apply import (
     apply_decision, candidate_from_row, decide, plan_node, with_key_members, write_revisions,
 )
+from .orgs import require_org
 
 if TYPE_CHECKING:
-    from .api import Fabric
+    from ..db import Conn
+    from ..embed import Embed
 
 log = logging.getLogger(__name__)
 
 VALIDATORS = ("rule", "llm")
-
-
-class UnknownOrg(NotFound):
-    """An org that nothing was ever written to."""
-
-    def __init__(self, org: str):
-        self.what, self.ident, self.org = "org", org, org
-        LookupError.__init__(self, f"no org {org!r}: nothing was ever written to it")
-
-
-def require_org(conn: psycopg.Connection, org: str) -> None:
-    check_org(org)
-    if conn.execute(q("org_exists"), {"org": org}).fetchone() is None:
-        raise UnknownOrg(org)
 
 
 @dataclass
@@ -133,31 +122,31 @@ class ReplayReport:
         return out
 
 
-def make_replay_validator(fab: "Fabric", name: str) -> Validator:
-    from .write.placer import make_validator
+def make_replay_validator(settings: Settings, name: str) -> Validator:
+    from ..write.placer import make_validator
 
     if name not in VALIDATORS:
         raise ValidationError("validator", f"{name!r} is not one of {', '.join(VALIDATORS)}")
     try:
-        return make_validator(fab.settings, name)
+        return make_validator(settings, name)
     except ImportError as exc:
         raise ConfigurationError(f"the {name} validator is not available: {exc}") from exc
 
 
-def replay(fab: "Fabric", org: str, root_id: uuid.UUID | str, *, validator: str = "rule",
-           apply: bool = False) -> ReplayReport:
+def replay(conn: Conn, settings: Settings, embed: Embed, org: str, root_id: uuid.UUID | str,
+           *, validator: str = "rule", apply: bool = False) -> ReplayReport:
+    """Replay the subtree under `root_id` on `conn` (acting for `org`); see the module's docstring."""
     check_org(org)
     rid = as_uuid("root_id", root_id)
-    v = make_replay_validator(fab, validator)
+    v = make_replay_validator(settings, validator)
     started = time.perf_counter()
-    with fab._conn(org) as conn:
-        require_org(conn, org)
-        if conn.execute(q("memory_exists"), {"org": org, "id": rid}).fetchone() is None:
-            raise NotFound("memory", rid, org)
-        with conn.transaction():
-            report = _run(fab, conn, org, rid, v, validator)
-            if not apply:
-                raise psycopg.Rollback()  # the dry run: everything above is undone
+    require_org(conn, org)
+    if conn.execute(q("memory_exists"), {"org": org, "id": rid}).fetchone() is None:
+        raise NotFound("memory", rid, org)
+    with conn.transaction():
+        report = _run(conn, settings, embed, org, rid, v, validator)
+        if not apply:
+            raise psycopg.Rollback()  # the dry run: everything above is undone
     report.applied = apply
     if not apply:
         report.replay_id = None
@@ -167,11 +156,9 @@ def replay(fab: "Fabric", org: str, root_id: uuid.UUID | str, *, validator: str 
     return report
 
 
-def _run(fab: "Fabric", conn: psycopg.Connection, org: str, rid: uuid.UUID, v: Validator,
+def _run(conn: Conn, s: Settings, embed: Embed, org: str, rid: uuid.UUID, v: Validator,
          vname: str) -> ReplayReport:
-    s = fab.settings
-    conn.execute(q("lock_org"), {"org": org})
-    now = conn.execute(q("clock")).fetchone()["now"]
+    now = ledger.lock_org(conn, org)
     family = [r["id"] for r in conn.execute(q("replay_family"), {"org": org, "root": rid}).fetchall()]
     rows = conn.execute(q("replay_writes"), {"org": org, "ids": family}).fetchall()
     replay_id = uuid.uuid4()
@@ -182,19 +169,16 @@ def _run(fab: "Fabric", conn: psycopg.Connection, org: str, rid: uuid.UUID, v: V
     vecs: dict[uuid.UUID, np.ndarray] = {}
     dup_rows = [r for r in rows if r["status"] == "duplicate"]
     if dup_rows:
-        for r, vec in zip(dup_rows, fab.embedder.embed([r["content"] for r in dup_rows])):
+        for r, vec in zip(dup_rows, embed([r["content"] for r in dup_rows])):
             vecs[r["id"]] = vec
     for r in rows:
         if r["status"] == "placed":
             emb = r["node_embedding"]
             vecs[r["id"]] = np.asarray(emb.to_numpy() if hasattr(emb, "to_numpy") else emb, dtype=np.float32)
 
-    conn.execute(q("insert_decision"), {
-        "org": org, "id": replay_id, "action": "replay", "kind": None, "write_id": None, "memory_id": rid,
-        "target_id": None, "validator": v.name, "model": v.model,
-        "reason": f"replay of the subtree under {rid} with the {vname} validator", "confidence": None,
-        "latency_ms": None, "prompt_tokens": None, "completion_tokens": None, "now": now, "reverts": None,
-        "replay_id": replay_id, "details": Jsonb({"root": str(rid), "validator": vname})})
+    ledger.log_decision(conn, org, replay_id, action="replay", now=now, memory_id=rid, validator=v.name,
+                        model=v.model, reason=f"replay of the subtree under {rid} with the {vname} validator",
+                        replay_id=replay_id, details={"root": str(rid), "validator": vname})
 
     # 2. Undo. Every node the replay re-places stops being believed (one statement); a memory they had
     # superseded that is not itself re-placed is believed again as before (`retract_memory`'s rule).
@@ -233,10 +217,10 @@ def _run(fab: "Fabric", conn: psycopg.Connection, org: str, rid: uuid.UUID, v: V
     # 4. Compact, 5. diff.
     _compact(conn, org, now)
     _diff(conn, org, now, report)
-    conn.execute(q("set_decision_details"), {"org": org, "id": replay_id, "details": Jsonb({
+    ledger.set_details(conn, org, replay_id, {
         "family": report.family, "writes": report.writes, "changed": report.changed,
         "new_nodes": report.new_nodes, "superseded": [str(f.memory_id) for f in report.superseded],
-        "revived": [str(f.memory_id) for f in report.revived]})})
+        "revived": [str(f.memory_id) for f in report.revived]})
     return report
 
 
@@ -246,7 +230,7 @@ _NEAR_EXACT = ("WITH qualifying AS MATERIALIZED (\n" + _NEAR + "\n)\n"
                "SELECT * FROM qualifying ORDER BY distance LIMIT %(k)s")
 
 
-def _candidates(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray, placed_at: datetime, *,
+def _candidates(conn: Conn, write: IncomingWrite, vec: np.ndarray, placed_at: datetime, *,
                 k: int) -> tuple[list[Candidate], list[dict[str, Any]]]:
     """`gather_candidates` as of the write's first placement: the k nearest live memories plus every
     memory believed under the write's key, leaving out memories of other branches that entered the
@@ -265,7 +249,7 @@ def _candidates(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray,
     return with_key_members(cands, key_rows)
 
 
-def _keep_ended(conn: psycopg.Connection, org: str, r: dict[str, Any], change: ReplayChange | None,
+def _keep_ended(conn: Conn, org: str, r: dict[str, Any], change: ReplayChange | None,
                 now: datetime) -> None:
     """A valid time ended by an admin action (a source invalidation: live, no successor, ending before the
     write said) is not a placement: it carries over to the write's re-placed memory."""
@@ -282,24 +266,18 @@ def _keep_ended(conn: psycopg.Connection, org: str, r: dict[str, Any], change: R
     cur = conn.execute(q("replay_current_version"), {"org": org, "memory_id": mid}).fetchone()
     if (cur is not None and cur["state"] == "live" and cur["superseded_by"] is None and cur["valid_from"] < ended
             and (cur["valid_to"] is None or cur["valid_to"] > ended)):
-        conn.execute(q("revise_version"), {"org": org, "memory_id": mid, "valid_to": ended,
-                                           "state": cur["state"], "superseded_by": cur["superseded_by"],
-                                           "decision_id": r["cur_decision_id"], "now": now})
+        ledger.revise(conn, org, mid, valid_to=ended, state=cur["state"], superseded_by=cur["superseded_by"],
+                      decision_id=r["cur_decision_id"], now=now)
 
 
-def _revive(conn: psycopg.Connection, org: str, sup: dict[str, Any], now: datetime, decision_id: uuid.UUID) -> None:
+def _revive(conn: Conn, org: str, sup: dict[str, Any], now: datetime, decision_id: uuid.UUID) -> None:
     """Believe a memory again as it was before the (taken back) node superseded it."""
-    prev = conn.execute(q("version_before_supersession"), {
-        "org": org, "memory_id": sup["memory_id"], "version": sup["version"], "by": sup["superseded_by"]}).fetchone()
-    if prev is None:  # written already superseded (late history): back to how it was written
-        orig = conn.execute(q("original_valid_to"), {"org": org, "memory_id": sup["memory_id"]}).fetchone()
-        prev = {"valid_to": orig["valid_to"] if orig else None, "state": "live", "superseded_by": None}
-    conn.execute(q("revise_version"), {
-        "org": org, "memory_id": sup["memory_id"], "valid_to": prev["valid_to"], "state": prev["state"],
-        "superseded_by": prev["superseded_by"], "decision_id": decision_id, "now": now})
+    prev = ledger.belief_before(conn, org, sup["memory_id"], sup["version"], sup["superseded_by"])
+    ledger.revise(conn, org, sup["memory_id"], valid_to=prev["valid_to"], state=prev["state"],
+                  superseded_by=prev["superseded_by"], decision_id=decision_id, now=now)
 
 
-def _target_writer(conn: psycopg.Connection, org: str, mid: uuid.UUID | None,
+def _target_writer(conn: Conn, org: str, mid: uuid.UUID | None,
                    writer: dict[uuid.UUID, uuid.UUID | None]) -> uuid.UUID | None:
     if mid is None:
         return None
@@ -309,7 +287,7 @@ def _target_writer(conn: psycopg.Connection, org: str, mid: uuid.UUID | None,
     return writer[mid] or mid
 
 
-def _replace(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray, decision: Decision,
+def _replace(conn: Conn, write: IncomingWrite, vec: np.ndarray, decision: Decision,
              cands: Sequence[Candidate], key_rows: Sequence[dict[str, Any]], now: datetime, r: dict[str, Any],
              replay_id: uuid.UUID, writer: dict[uuid.UUID, uuid.UUID | None]) -> ReplayChange | None:
     """Place one write again. Returns None when its placement is unchanged (its node is kept)."""
@@ -330,8 +308,10 @@ def _replace(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray, de
             decision_id = replay_id
             if not same_decision:
                 decision_id = uuid.uuid4()
-                _log(conn, org, decision_id, decision, write.id, r["memory_id"], replay_id, now, {
-                    "replaces": str(r["decision_id"]), "kept_node": True, **shape["details"]})
+                ledger.log_decision(conn, org, decision_id, action="replay", now=now, reason=decision.reason,
+                                    decision=decision, write_id=write.id, memory_id=r["memory_id"],
+                                    target_id=decision.target_id, replay_id=replay_id, details={
+                                        "replaces": str(r["decision_id"]), "kept_node": True, **shape["details"]})
                 conn.execute(q("settle_write"), {"org": org, "id": write.id, "status": "placed",
                                                  "memory_id": r["memory_id"], "decision_id": decision_id,
                                                  "now": now})
@@ -341,9 +321,9 @@ def _replace(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray, de
             return _change(write, "decision", r, decision, old_memory, r["memory_id"], decision_id)
 
     placement = apply_decision(conn, write, vec, decision, cands, key_rows, now, replay_id=replay_id)
-    conn.execute(q("set_decision_details"), {"org": org, "id": placement.decision_id, "details": Jsonb({
+    ledger.set_details(conn, org, placement.decision_id, {
         "replaces": str(r["decision_id"]) if r["decision_id"] else None,
-        "previous_memory": str(r["memory_id"])})})
+        "previous_memory": str(r["memory_id"])})
     return _change(write, "decision" if not same_decision else "moved", r, decision, old_memory,
                    placement.memory_id, placement.decision_id)
 
@@ -356,7 +336,7 @@ def _change(write: IncomingWrite, change: str, r: dict[str, Any], d: Decision, o
                         new_memory=new_memory, reason=d.reason, validator=d.validator, decision_id=decision_id)
 
 
-def _shape(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray, d: Decision,
+def _shape(conn: Conn, write: IncomingWrite, vec: np.ndarray, d: Decision,
            cands: Sequence[Candidate], key_rows: Sequence[dict[str, Any]], node_id: uuid.UUID) -> dict | None:
     """Where `apply_decision` would put this write if its node were `node_id` (the same rules: plan_node)."""
     plan = plan_node(conn, write, vec, d, cands, key_rows, node_id)
@@ -367,7 +347,7 @@ def _shape(conn: psycopg.Connection, write: IncomingWrite, vec: np.ndarray, d: D
             "revisions": plan.revisions, "details": plan.details}
 
 
-def _reinstate(conn: psycopg.Connection, org: str, memory_id: uuid.UUID, write: IncomingWrite, shape: dict,
+def _reinstate(conn: Conn, org: str, memory_id: uuid.UUID, write: IncomingWrite, shape: dict,
                decision_id: uuid.UUID, now: datetime) -> None:
     conn.execute(q("reinstate_version"), {
         "org": org, "memory_id": memory_id, "valid_from": write.valid_from, "valid_to": shape["valid_to"],
@@ -375,17 +355,7 @@ def _reinstate(conn: psycopg.Connection, org: str, memory_id: uuid.UUID, write: 
     write_revisions(conn, org, shape["revisions"], decision_id, now)
 
 
-def _log(conn: psycopg.Connection, org: str, decision_id: uuid.UUID, d: Decision, write_id: uuid.UUID,
-         memory_id: uuid.UUID, replay_id: uuid.UUID, now: datetime, details: dict[str, Any]) -> None:
-    conn.execute(q("insert_decision"), {
-        "org": org, "id": decision_id, "action": "replay", "kind": d.kind, "write_id": write_id,
-        "memory_id": memory_id, "target_id": d.target_id, "validator": d.validator, "model": d.model,
-        "reason": d.reason, "confidence": d.confidence, "latency_ms": d.latency_ms,
-        "prompt_tokens": d.prompt_tokens, "completion_tokens": d.completion_tokens, "now": now, "reverts": None,
-        "replay_id": replay_id, "details": Jsonb(details)})
-
-
-def _compact(conn: psycopg.Connection, org: str, now: datetime) -> None:
+def _compact(conn: Conn, org: str, now: datetime) -> None:
     same = conn.execute(q("replay_unchanged_versions"), {"org": org, "now": now}).fetchall()
     if same:
         ids = [r["memory_id"] for r in same]
@@ -396,7 +366,7 @@ def _compact(conn: psycopg.Connection, org: str, now: datetime) -> None:
     conn.execute(q("replay_renumber"), {"org": org, "now": now})
 
 
-def _diff(conn: psycopg.Connection, org: str, now: datetime, report: ReplayReport) -> None:
+def _diff(conn: Conn, org: str, now: datetime, report: ReplayReport) -> None:
     before: dict[Any, dict[str, Any]] = {}
     after: dict[Any, dict[str, Any]] = {}
     for row in conn.execute(q("replay_states"), {"org": org, "now": now}).fetchall():
@@ -408,6 +378,7 @@ def _diff(conn: psycopg.Connection, org: str, now: datetime, report: ReplayRepor
     for fact in sorted(set(before) | set(after), key=str):
         b, a = before.get(fact), after.get(fact)
         ref = a or b
+        assert ref is not None  # the fact is in before or after
         fc = FactChange(write_id=ref["write_id"], memory_id=ref["id"], content=ref["content"],
                         before=b["before_state"] if b else None, after=a["after_state"] if a else None,
                         before_valid_to=b["before_valid_to"] if b else None,

@@ -21,8 +21,9 @@ Other HTTP errors (401, 400, 404...) are not retried: asking again will not help
 Rules first (`rules`, set by `from_settings`): the local rule validator is asked before the model,
 and its decision stands, with no request, when it rests on something it reads for sure: the write's
 structured key, or the statements of both sentences (read by the lexicon or aligned,
-`RuleValidator.verdict`) comparing as the decided kind ("separate" for a new branch). Only the writes the rules cannot read go to the
-model: one request at most per write, and none for what the rules settle.
+`RuleValidator.verdict`) comparing as the decided kind ("separate" for a new branch). Only the
+writes the rules cannot read go to the model: one request at most per write, and none for what the
+rules settle.
 
 Canonical keys: a text-only write the model placed gets the key the rules read in its sentence when
 they read one (the lexicon's relation name, or the name a neighbour already uses for it); a
@@ -154,7 +155,7 @@ class LLMValidator:
         self._format = response_format()
 
     @classmethod
-    def from_settings(cls, settings: Any, *, rules_first: bool = True) -> "LLMValidator":
+    def from_settings(cls, settings: Any, *, rules_first: bool = True) -> LLMValidator:
         missing = [env for env, value in (("OPENAI_BASE_URL", settings.openai_base_url),
                                           ("FABRIC_LLM_MODEL", settings.llm_model),
                                           ("OPENAI_API_KEY", settings.openai_api_key)) if not value]

@@ -268,7 +268,8 @@ def test_a_long_retry_after_is_not_slept_inside_the_job(openai_stub):
     openai_stub.script(Status(429, headers={"Retry-After": "3600"}), answer("new_branch", None))
     t = time.perf_counter()
     validator(openai_stub, backoff=0.05).decide(incoming("a b"), [cand("a")])
-    assert time.perf_counter() - t < 5
+    # Honouring the header would sleep an hour; a loaded machine may take seconds for the rest.
+    assert time.perf_counter() - t < 60
 
 
 def test_429_every_time_gives_up(openai_stub):
@@ -292,7 +293,8 @@ def test_timeout_is_retried_then_raises(openai_stub):
         v.decide(incoming("a b"), [cand("a")])
     elapsed = time.perf_counter() - t
     assert openai_stub.count == 2, "one request per attempt: the client itself must not retry"
-    assert 1.0 <= elapsed < 4.5
+    # Two attempts cut at 0.5 s each; one attempt waited out would take the server's 5 s.
+    assert 1.0 <= elapsed < 5.0
     assert v.stats.snapshot()["errors"] == {"timeout": 2}
 
 

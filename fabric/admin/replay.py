@@ -128,7 +128,9 @@ def make_replay_validator(settings: Settings, name: str) -> Validator:
     if name not in VALIDATORS:
         raise ValidationError("validator", f"{name!r} is not one of {', '.join(VALIDATORS)}")
     try:
-        return make_validator(settings, name)
+        # Replaying with the LLM asks it about every write: a replay is how an admin has the model
+        # re-judge what the rules decided, so the rules must not settle anything first.
+        return make_validator(settings, name, rules_first=False)
     except ImportError as exc:
         raise ConfigurationError(f"the {name} validator is not available: {exc}") from exc
 

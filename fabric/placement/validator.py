@@ -52,6 +52,7 @@ class Candidate:
     relation: str | None = None
     value: str | None = None
     key_match: bool = False
+    kind: str | None = None   # the memory's kind ("episodic" decays: see keep_episodes_apart)
 
 
 @dataclass(frozen=True, slots=True)

@@ -179,7 +179,7 @@ INSERT INTO pg_temp.replay_members (id) SELECT unnest(%(ids)s::uuid[]) ON CONFLI
 -- Live memories a write could be placed against, as of its first placement: members of the replay,
 -- and other memories only if they had entered the tree by then. Composed by fabric/replay.py like
 -- the search: an index scan (ORDER BY distance LIMIT k), then an exact scan when it comes up short.
-SELECT m.id, m.content, m.parent_id, m.root_id, m.depth, m.subject, m.relation, m.value,
+SELECT m.id, m.content, m.parent_id, m.root_id, m.depth, m.subject, m.relation, m.value, m.kind,
        v.valid_from, v.valid_to, v.version, v.state, m.embedding <=> %(q)s AS distance
 FROM fabric.memories m
 JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id AND v.expired_at IS NULL AND v.state = 'live'
@@ -188,7 +188,7 @@ WHERE m.org = %(org)s
 
 -- name: replay_key_members
 -- Every memory currently believed under a key, as of the write's first placement (see replay_near_base).
-SELECT m.id, m.content, m.parent_id, m.root_id, m.depth, m.subject, m.relation, m.value,
+SELECT m.id, m.content, m.parent_id, m.root_id, m.depth, m.subject, m.relation, m.value, m.kind,
        v.valid_from, v.valid_to, v.state, v.version, 1 - (m.embedding <=> %(q)s) AS similarity
 FROM fabric.memories m
 JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id AND v.expired_at IS NULL

@@ -21,7 +21,7 @@ SELECT clock_timestamp() AS now
 
 -- name: key_members
 -- Every memory currently believed with this structured key, live or superseded, with similarity.
-SELECT m.id, m.content, m.parent_id, m.root_id, m.depth, m.subject, m.relation, m.value,
+SELECT m.id, m.content, m.parent_id, m.root_id, m.depth, m.subject, m.relation, m.value, m.kind,
        v.valid_from, v.valid_to, v.state, v.version, 1 - (m.embedding <=> %(q)s) AS similarity
 FROM fabric.memories m
 JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id AND v.expired_at IS NULL
@@ -145,7 +145,7 @@ FROM fabric.writes WHERE org = %(org)s AND id = %(id)s
 -- returns with live_only -- found by current_embeddings' HNSW index. A write that gets fewer rows than
 -- live_available counts is asked again with search_vector, whose exact scan answers when an index scan
 -- comes up short.
-SELECT q.i, m.id, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.relation, m.value,
+SELECT q.i, m.id, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.relation, m.value, m.kind,
        v.valid_from, v.valid_to, v.version, 1 - n.distance AS score
 FROM unnest(%(vectors)s::vector[]) WITH ORDINALITY AS q(vec, i)
 CROSS JOIN LATERAL (
@@ -171,7 +171,7 @@ SELECT count(*) AS n FROM (
 -- name: key_members_batch
 -- key_members for a batch of writes of one org: for each (subject, relation, query vector) at position i,
 -- every memory currently believed under that key, live or superseded, with its similarity to the query.
-SELECT k.i, m.id, m.content, m.parent_id, m.root_id, m.depth, m.subject, m.relation, m.value,
+SELECT k.i, m.id, m.content, m.parent_id, m.root_id, m.depth, m.subject, m.relation, m.value, m.kind,
        v.valid_from, v.valid_to, v.state, v.version, 1 - (m.embedding <=> k.vec) AS similarity
 FROM unnest(%(subjects)s::text[], %(relations)s::text[], %(vectors)s::vector[]) WITH ORDINALITY
      AS k(subject, relation, vec, i)

@@ -163,7 +163,7 @@ def candidate_from_row(r: dict[str, Any], similarity: float, key_match: bool) ->
     return Candidate(id=r["id"], content=r["content"], similarity=similarity, valid_from=r["valid_from"],
                      valid_to=r["valid_to"], parent_id=r["parent_id"], root_id=r["root_id"], depth=r["depth"],
                      version=r["version"], subject=r["subject"], relation=r["relation"], value=r["value"],
-                     key_match=key_match)
+                     key_match=key_match, kind=r.get("kind"))
 
 
 def _fingerprint(cands: Sequence[Candidate]) -> frozenset[tuple[uuid.UUID, int]]:
@@ -174,14 +174,27 @@ def decide(write: IncomingWrite, cands: Sequence[Candidate], validator: Validato
            near_similarity: float) -> Decision:
     gated = pregate(write, cands, near_similarity=near_similarity)
     if gated is not None:
-        return keep_keys_apart(write, gated, cands)
+        return keep_episodes_apart(write, keep_keys_apart(write, gated, cands), cands)
     started = time.perf_counter()
     decision = validator.decide(write, cands)
     if decision.latency_ms is None:
         decision = decision.with_cost(latency_ms=(time.perf_counter() - started) * 1000)
-    decision = keep_keys_apart(write, check_decision(decision, cands), cands)
+    decision = keep_episodes_apart(write, keep_keys_apart(write, check_decision(decision, cands), cands), cands)
     metrics.decided(decision)
     return decision
+
+
+def keep_episodes_apart(write: IncomingWrite, decision: Decision, cands: Sequence[Candidate]) -> Decision:
+    """An episodic memory decays out of retrieval after its TTL, a standing fact does not: a write of
+    one is never folded into (nor made to supersede) a memory of the other, however alike their texts
+    ("the user asked to keep this call short" / "the user wants every call kept short")."""
+    if decision.kind == "new_branch":
+        return decision
+    target = next((c for c in cands if c.id == decision.target_id), None)
+    if target is None or (write.kind == "episodic") == (target.kind == "episodic"):
+        return decision
+    return replace(decision, kind="new_branch", target_id=None,
+                   reason=f"{decision.reason}; but one of the two is episodic and the other is not: kept apart")
 
 
 def keep_keys_apart(write: IncomingWrite, decision: Decision, cands: Sequence[Candidate]) -> Decision:
@@ -312,7 +325,7 @@ def _place_chunk(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embe
             node = None if plan.state != "live" else Candidate(
                 id=placement.memory_id, content=write.content, similarity=1.0, valid_from=write.valid_from,
                 valid_to=plan.valid_to, parent_id=plan.parent_id, root_id=plan.root_id, depth=plan.depth, version=1,
-                subject=plan.subject, relation=plan.relation, value=plan.value)
+                subject=plan.subject, relation=plan.relation, value=plan.value, kind=write.kind)
             placed.append(Placed(vec, node, (plan.subject, plan.relation),
                                  frozenset(r.memory_id for r in plan.revisions)))
     return failed

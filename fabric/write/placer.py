@@ -20,7 +20,9 @@ from .apply import PlaceStats, load_pending, note_failure, place_locked, place_o
 log = logging.getLogger(__name__)
 
 
-def make_validator(settings: Settings, kind: str | None = None) -> Validator:
+def make_validator(settings: Settings, kind: str | None = None, *, rules_first: bool = True) -> Validator:
+    """The validator placement uses. `rules_first` (LLM only): the rules settle what they read for
+    sure and the model sees the rest; a replay turns it off to have the model judge every write."""
     kind = kind or ("llm" if settings.use_llm else "rule")
     if kind == "rule":
         from ..placement.rules import RuleValidator
@@ -30,7 +32,7 @@ def make_validator(settings: Settings, kind: str | None = None) -> Validator:
     if kind == "llm":
         from ..placement.llm import LLMValidator
 
-        return LLMValidator.from_settings(settings)
+        return LLMValidator.from_settings(settings, rules_first=rules_first)
     raise FabricError(f"unknown validator {kind!r}: use 'rule' or 'llm'")
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from fabric.placement.align import canonical
 from fabric.placement.facts import extract
+from tests.fix_placement import decide
 
 
 @pytest.mark.parametrize("text, written", [
@@ -197,3 +198,21 @@ def test_an_adjective_before_the_possessed_noun_keeps_the_fact_tight():
     old, new = extract("Marta Ruiz's line manager is Ivo Petrov."), extract("Marta Ruiz's new line manager is Sven Ek.")
     assert not new.loose
     assert compare(old, new) == "contradiction_fork"
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Marta Sousa's favourite bakery is Pão Quente.", "Lately Marta Sousa's go-to bakery is Crumb & Co."),
+    ("Omar Lindqvist's favorite podcast is Deep Field.", "Omar Lindqvist's fave podcast these days is Night Shift."),
+    ("The go-to editor of Ines Baptiste is Vim.", "Ines Baptiste's favourite editor is now Helix."),
+])
+def test_go_to_and_fave_name_the_same_favourite(old, new):
+    a, b = extract(old, new), extract(new, old)
+    assert a is not None and b is not None
+    assert a.relation == b.relation and a.relation.startswith("favourite_")
+    assert a.subject_key == b.subject_key and a.value_key != b.value_key
+
+
+def test_a_go_to_favourite_changed_is_a_correction(rules, embedder):
+    old = "Hugo Lenz's favourite café is Kaffeeklatsch."
+    d, target = decide(rules, embedder, old, "These days Hugo Lenz's go-to café is Bean There.", pregated=True)
+    assert d.kind == "contradiction_fork" and target == old

@@ -114,6 +114,9 @@ _HONORIFIC = re.compile(r"\b(Mr|Mrs|Ms|Mx|Dr|Prof)\.\s+(?=[A-Z])")
 # "reports directly to", "works closely with": an adverb inside a relation phrase says nothing of the relation.
 _INNER_ADVERB = re.compile(r"\b([a-z]+(?:s|ed))\s+[a-z]{2,}ly\s+(to|into|for|at|in|with|by|from|on|under)\b")
 
+# "go-to restaurant", "fave film": the favourite, written one way for the lexicon and the alignment alike.
+_FAVOURITE_WORD = re.compile(r"\b(?:go-to|fave|favored|favoured)(?=\s+[a-z])", re.IGNORECASE)
+
 # "... is Middlemarch, not Dune": the value denied after a comma is the old one, not a negation of the fact.
 _NOT_THAT = re.compile(r",\s*not\s+(?:the\s+)?[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*(?=\s*(?:[.!?;]|$))")
 
@@ -155,6 +158,7 @@ def canonical(text: str) -> str:
     t = _REPORTED.sub(_reported, t)
     t = _HONORIFIC.sub(r"\1 ", t)
     t = _INNER_ADVERB.sub(r"\1 \2", t)
+    t = _FAVOURITE_WORD.sub(lambda m: "Favourite" if m.group()[0].isupper() else "favourite", t)
     t = _NOT_THAT.sub("", t)
     t = re.sub(r"\bhalf past (\w+)", r"\1:30", t, flags=re.IGNORECASE)
     t = re.sub(r"\b(noon|midday)\b", "12:00", t, flags=re.IGNORECASE)

@@ -157,9 +157,9 @@ _CURRENCY_WORDS = frozenset(w for part in CURRENCY.split("|")
                             for w in ((part[:-2], part[:-1]) if part.endswith("s?") else (part,)))
 # Capitalised at the start of a sentence, or part of a title: grammar, not a name.
 _COMMON = frozenset("""the a an this that these those our their his her its my your since as in on at from after
-    before today now currently yesterday recently home billing favourite favorite head when according update
-    correction note per following effective starting also both every each all no not there it she he they we
-    for of by with to where who which what new old former latest current main chief you i we ask call contact
+    before today now currently yesterday recently lately nowadays home billing favourite favorite head when
+    according update correction note per following effective starting also both every each all no not there it she
+    he they we for of by with to where who which what new old former latest current main chief you i we ask call contact
     email please remember fyi reach dial""".split())
 _SENTENCE_PUNCT = frozenset(':;.!?"“(—–-')
 _TITLES = frozenset("""ceo cfo cto coo cmo chief executive officer dr mr mrs ms prof president chair chairman

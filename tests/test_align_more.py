@@ -43,14 +43,20 @@ def test_honorifics_adverbs_and_a_denied_old_value_are_left_out():
     assert extract("Tariq Aziz's favourite city is not Osaka.").negated  # a negation with no correction stays one
 
 
+def read_both(old: str, new: str):
+    """Each sentence's fact, read beside the other; both must read."""
+    a, b = extract(old, new), extract(new, old)
+    assert a is not None and b is not None
+    return a, b
+
+
 @pytest.mark.parametrize("old, new", [
     ("The user lives in Cork.", "User said they recently moved to Cork."),
     ("I live in Cork.", "the user lives in Cork"),
     ("Priya Das answers to Leo Grant.", "Priya Das reports directly to Leo Grant."),
 ])
 def test_restated_by_the_user_or_with_an_adverb_the_fact_is_the_same(old, new):
-    a, b = extract(old, new), extract(new, old)
-    assert a is not None and b is not None
+    a, b = read_both(old, new)
     assert (a.subject_key, a.relation, a.value_key) == (b.subject_key, b.relation, b.value_key)
 
 
@@ -206,8 +212,7 @@ def test_an_adjective_before_the_possessed_noun_keeps_the_fact_tight():
     ("The go-to editor of Ines Baptiste is Vim.", "Ines Baptiste's favourite editor is now Helix."),
 ])
 def test_go_to_and_fave_name_the_same_favourite(old, new):
-    a, b = extract(old, new), extract(new, old)
-    assert a is not None and b is not None
+    a, b = read_both(old, new)
     assert a.relation == b.relation and a.relation.startswith("favourite_")
     assert a.subject_key == b.subject_key and a.value_key != b.value_key
 

@@ -246,3 +246,22 @@ def test_a_name_twin_s_fact_gets_no_attribute_rank(fab, org):
         hits = _top(fab, org, question)
         assert hits[0].content == "Hooli pays Corin Lindqvist's salary.", [(h.content, h.ranks) for h in hits]
         assert [h.ranks["attribute"] for h in hits if "Lindquist" in h.content] == [0]
+
+
+def test_two_names_for_the_attribute_asked_are_one_fact_at_read_time(fab, org):
+    """Two writers keyed one fact under two relation names, so placement kept both live: the question
+    reads both as its attribute, so the later value is the answer and the earlier is flagged."""
+    old = fab.wait(fab.write("Rose Baker is an auditor at Deloitte.", org=org, subject="Rose Baker",
+                             relation="employer", value="Deloitte", valid_from=T(2019)), 60)
+    new = fab.wait(fab.write("KPMG hired Rose Baker as a senior auditor.", org=org, subject="Rose Baker",
+                             relation="works_for", value="KPMG", valid_from=T(2022)), 60)
+    fab.wait(fab.write("Rose Baker lives in Bristol.", org=org, subject="Rose Baker", relation="home_city",
+                       value="Bristol", valid_from=T(2018)), 60)
+    assert old.decision == new.decision == "new_branch"    # other keys: placement cannot join them
+    hits = fab.search("Who does Rose Baker work for?", org=org, k=3, explain=True)
+    assert hits[0].id == new.memory_id and hits[0].ranks["attribute"] == 1
+    flagged = {m.id: m.conflict_with for m in hits}
+    assert flagged[old.memory_id] == new.memory_id and flagged[new.memory_id] is None
+    # A question about another attribute leaves the two employers alone.
+    other = fab.search("Where does Rose Baker live?", org=org, k=3)
+    assert other[0].value == "Bristol" and all(m.conflict_with is None for m in other)

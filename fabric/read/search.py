@@ -300,11 +300,16 @@ def flag_conflicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The read-time safety net for a missed placement: when the results hold two live memories with
     the same subject and relation but different values, the one with the later valid_from is the
     answer. It takes the best rank the fact had among the results, and each other value is flagged
-    with `conflict_with` = the answer's id (and ranked after it). Other rows keep their places."""
+    with `conflict_with` = the answer's id (and ranked after it). Other rows keep their places.
+    Memories of one subject that all state the attribute a question asks about (`attribute_match`,
+    fabric/read/intent.py) are one fact too, whatever relation names their writers gave them
+    ("employer" / "works_for")."""
     groups: dict[tuple[str, str], list[int]] = {}
     for i, row in enumerate(rows):
         row.setdefault("conflict_with", None)
         key = _fact_key(row)
+        if key is not None and row.get("attribute_match") == 1:
+            key = (key[0], "")   # the attribute asked about: one fact under any of its names
         if key is not None:
             groups.setdefault(key, []).append(i)
     order = list(range(len(rows)))

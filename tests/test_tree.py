@@ -187,6 +187,8 @@ def test_no_post_filter_dilution(fab, pg, org):
         # A server whose pgvector has no iterative scan (< 0.8): the statement must not set it (an
         # error there) and the exact scan must give the same answer.
         search_mod._pgvector_versions[conn] = (0, 6, 2)
+        # The first search set the iterative scan for this transaction; an old server has none.
+        conn.execute("SET LOCAL hnsw.iterative_scan = off")
         try:
             old_server_hits = vector_search(conn, org=org, query=q, k=10, valid_at=T(2025), known_at=utcnow(),
                                             ef_search=40)

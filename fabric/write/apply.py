@@ -174,37 +174,43 @@ def decide(write: IncomingWrite, cands: Sequence[Candidate], validator: Validato
            near_similarity: float) -> Decision:
     gated = pregate(write, cands, near_similarity=near_similarity)
     if gated is not None:
-        return keep_episodes_apart(write, keep_keys_apart(write, gated, cands), cands)
+        return keep_apart(write, gated, cands)
     started = time.perf_counter()
     decision = validator.decide(write, cands)
     if decision.latency_ms is None:
         decision = decision.with_cost(latency_ms=(time.perf_counter() - started) * 1000)
-    decision = keep_episodes_apart(write, keep_keys_apart(write, check_decision(decision, cands), cands), cands)
+    decision = keep_apart(write, check_decision(decision, cands), cands)
     metrics.decided(decision)
     return decision
 
 
-def keep_episodes_apart(write: IncomingWrite, decision: Decision, cands: Sequence[Candidate]) -> Decision:
-    """An episodic memory decays out of retrieval after its TTL, a standing fact does not: a write of
-    one is never folded into (nor made to supersede) a memory of the other, however alike their texts
-    ("the user asked to keep this call short" / "the user wants every call kept short")."""
+def keep_apart(write: IncomingWrite, decision: Decision, cands: Sequence[Candidate]) -> Decision:
+    """Whatever a validator said, some writes start a branch of their own (see the two checks below)."""
     if decision.kind == "new_branch":
         return decision
     target = next((c for c in cands if c.id == decision.target_id), None)
-    if target is None or (write.kind == "episodic") == (target.kind == "episodic"):
+    if target is None:
+        return decision
+    return keep_episodes_apart(write, keep_keys_apart(write, decision, target), target)
+
+
+def keep_episodes_apart(write: IncomingWrite, decision: Decision, target: Candidate) -> Decision:
+    """An episodic memory decays out of retrieval after its TTL, a standing fact does not: a write of
+    one is never folded into (nor made to supersede) a memory of the other, however alike their texts
+    ("the user asked to keep this call short" / "the user wants every call kept short")."""
+    if decision.kind == "new_branch" or (write.kind == "episodic") == (target.kind == "episodic"):
         return decision
     return replace(decision, kind="new_branch", target_id=None,
                    reason=f"{decision.reason}; but one of the two is episodic and the other is not: kept apart")
 
 
-def keep_keys_apart(write: IncomingWrite, decision: Decision, cands: Sequence[Candidate]) -> Decision:
+def keep_keys_apart(write: IncomingWrite, decision: Decision, target: Candidate) -> Decision:
     """A keyed write states another fact than a memory under another key, however alike their texts
     (a LangGraph store writes the same text under many keys): it is neither that memory's duplicate
     nor its correction, whichever validator said so. It starts a branch of its own."""
     if not write.keyed or decision.kind not in ("duplicate", "contradiction_fork"):
         return decision
-    target = next((c for c in cands if c.id == decision.target_id), None)
-    if target is None or target.subject is None or target.key_match:
+    if target.subject is None or target.key_match:
         return decision
     return replace(decision, kind="new_branch", target_id=None,
                    reason=f"{decision.reason}; but that memory is under another key "

@@ -144,7 +144,7 @@ FROM fabric.writes WHERE org = %(org)s AND id = %(id)s
 -- its position, from 1), the k nearest memories believed now in a live version -- what search_vector
 -- returns with live_only -- found by current_embeddings' HNSW index. A write that gets fewer rows than
 -- live_available counts is asked again with search_vector, whose exact scan answers when an index scan
--- comes up short. The vectors travel in binary (%b): as a text array, 16 of them cost ~5 ms to format
+-- comes up short. The vectors travel in binary: as a text array, 16 of them cost ~5 ms to format
 -- and parse.
 SELECT q.i, m.id, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.relation, m.value, m.kind,
        v.valid_from, v.valid_to, v.version, 1 - n.distance AS score

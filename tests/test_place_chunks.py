@@ -1,0 +1,86 @@
+"""Placement in chunks (fabric/write/apply.py: place_locked): a write's candidates are read once per chunk
+and brought up to date in memory with what its job-mates placed (`catch_up`). The decisions must be the
+ones the database would give when asked afresh before every write."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+
+import psycopg
+
+from fabric.api import Fabric
+from fabric.write import apply
+from fabric.write.placer import Placer
+
+
+def T(year: int) -> datetime:
+    return datetime(year, 1, 1, tzinfo=timezone.utc)
+
+
+def stream() -> list[dict]:
+    """Keyed facts changing value several times (each change supersedes the live version, often a
+    neighbour of later writes), out-of-order history, repeats, added detail and unrelated notes."""
+    items: list[dict] = []
+    cities = ["Lisbon", "Tallinn", "Osaka", "Quito", "Bergen"]
+    for n, name in enumerate(["Ada Moreau", "Bram Ilves", "Chen Wu"]):
+        for step, city in enumerate(cities[n:] + cities[:n]):
+            items.append({"content": f"{name} lives in {city}.", "subject": name, "relation": "home_city",
+                          "value": city, "valid_from": T(2015 + step)})
+        items.append({"content": f"{name} lives in {cities[n]}.", "subject": name, "relation": "home_city",
+                      "value": cities[n], "valid_from": T(2012)})  # history before the first
+        items.append({"content": f"{name} lives in {cities[n - 1]}.", "valid_from": T(2019)})  # a repeat, as text
+        items.append({"content": f"{name} lives in {cities[n - 1]}, near the old harbour.", "valid_from": T(2020)})
+        items.append({"content": f"{name} keeps bees on the roof.", "valid_from": T(2020)})
+    items += [{"content": "The build farm runs on twelve runners.", "valid_from": T(2021)},
+              {"content": "The build farm runs on twelve runners.", "valid_from": T(2021)},
+              {"content": "The build farm now runs on twenty runners.", "valid_from": T(2023)}]
+    return items
+
+
+def placed(conn: psycopg.Connection, org: str) -> list[tuple]:
+    """Per write, in order: its decision, the content of its target, and its memory's current version."""
+    return conn.execute("""
+        SELECT w.content, w.status, d.kind, t.content, v.state, v.valid_to, m.depth
+        FROM fabric.writes w
+        JOIN fabric.decisions d ON d.org = w.org AND d.id = w.decision_id
+        LEFT JOIN fabric.memories t ON t.org = d.org AND t.id = d.target_id
+        LEFT JOIN fabric.memories m ON m.org = w.org AND m.id = w.memory_id
+        LEFT JOIN fabric.memory_versions v ON v.org = w.org AND v.memory_id = w.memory_id AND v.expired_at IS NULL
+        WHERE w.org = %s ORDER BY w.received_at, w.id""", (org,)).fetchall()
+
+
+def test_a_chunk_decides_as_if_the_database_were_asked_before_every_write(database_url, redis_url, monkeypatch):
+    fab = Fabric.connect(database_url, redis_url, run_worker=False, auto_migrate=False,
+                         queue_name=f"fabric-t-{uuid.uuid4().hex[:8]}")
+    calls: list[int] = []
+    gather = apply.gather_batch
+
+    def counted(conn, writes, *args, **kwargs):
+        calls.append(len(writes))
+        return gather(conn, writes, *args, **kwargs)
+
+    monkeypatch.setattr(apply, "gather_batch", counted)
+    try:
+        # Two neighbours only, so job-mates' supersessions leave some writes too few known candidates
+        # (the database is asked again) and others enough (caught up in memory).
+        placer = Placer(fab.settings.model_copy(update={"neighbours_k": 2}), fab.pool)
+        results = {}
+        for chunk in (len(stream()), 1):
+            org = f"t-{uuid.uuid4().hex[:12]}"
+            receipts = fab.write_many([{**item, "org": org} for item in stream()])
+            monkeypatch.setattr(apply, "LOCKED_CHUNK", chunk)
+            calls.clear()
+            placer.place(org, [r.id for r in receipts])
+            results[chunk] = (org, list(calls))
+        with psycopg.connect(database_url) as conn:
+            chunked, one_by_one = (placed(conn, results[c][0]) for c in (len(stream()), 1))
+    finally:
+        fab.close()
+    assert len(chunked) == len(stream())
+    assert chunked == one_by_one
+    kinds = [row[2] for row in chunked]
+    assert kinds.count("contradiction_fork") >= 9 and "duplicate" in kinds
+    # The chunk read its candidates once for all, and again for a few writes only.
+    assert results[1][1] == [1] * len(stream())
+    assert results[len(stream())][1][0] == len(stream()) and len(results[len(stream())][1]) < len(stream()) // 2

@@ -84,3 +84,22 @@ def test_a_chunk_decides_as_if_the_database_were_asked_before_every_write(databa
     # The chunk read its candidates once for all, and again for a few writes only.
     assert results[1][1] == [1] * len(stream())
     assert results[len(stream())][1][0] == len(stream()) and len(results[len(stream())][1]) < len(stream()) // 2
+
+
+def test_a_call_interleaving_orgs_gets_full_jobs_in_turns():
+    from fabric.calls import plan_accept
+    from fabric.types import WriteRequest
+
+    reqs = [WriteRequest(content=f"fact {i}", org=f"org-{i % 4}") for i in range(300)]
+    rows, jobs, orgs = plan_accept(reqs, 64)
+    assert [r for _, r, _ in rows] == reqs  # receipts in the order of the call
+    assert orgs == ["org-0", "org-1", "org-2", "org-3"]
+    # 75 writes per org: a job of 64 and one of 11 each (cut per batch of the call, jobs held 16)
+    assert [(org, len(ids)) for _, org, ids in jobs] == [(f"org-{o}", 64) for o in range(4)] + \
+        [(f"org-{o}", 11) for o in range(4)]
+    position = {str(wid): n for n, (wid, _, _) in enumerate(rows)}
+    job_of = {str(wid): job for wid, _, job in rows}
+    for job_id, org, ids in jobs:
+        assert all(job_of[i] == job_id for i in ids)
+        assert {reqs[position[i]].org for i in ids} == {org}
+        assert [position[i] for i in ids] == sorted(position[i] for i in ids)  # in the order they came

@@ -22,7 +22,8 @@ from .. import metrics
 from ..db import is_connection_loss
 from ..errors import FabricError
 from ..placement.facts import text_key
-from ..placement.intervals import ChainMember, Revision, plan_insert
+from ..placement.intervals import Revision
+from ..placement.tree import NodePlan, chain_lookup, chain_of, plan
 from ..placement.validator import Candidate, Decision, IncomingWrite, Validator, check_decision, pregate
 from ..read.search import (CURRENT_INDEX, ITERATIVE_SCAN_SINCE, VECTOR_SQL, pgvector_version, search_params,
                            session_settings)
@@ -337,61 +338,18 @@ def _place_chunk(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embe
     return failed
 
 
-@dataclass(frozen=True)
-class NodePlan:
-    """Where a decision puts a write's new node, and which versions it revises (nothing written yet)."""
-
-    parent_id: uuid.UUID | None
-    root_id: uuid.UUID
-    depth: int
-    subject: str | None
-    relation: str | None
-    value: str | None
-    valid_to: Any
-    state: str
-    superseded_by: uuid.UUID | None
-    revisions: tuple[Revision, ...]
-    details: dict[str, Any]
-
-
 def plan_node(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, decision: Decision,
               cands: Sequence[Candidate], key_rows: Sequence[dict[str, Any]], node_id: uuid.UUID) -> NodePlan | None:
-    """The one implementation of the placement rules (apply and replay both use it). None for a duplicate,
-    or when the decision's target is not among the candidates."""
-    org = write.org
-    by_id = {c.id: c for c in cands}
-    target = by_id.get(decision.target_id) if decision.target_id else None
-    subject = write.subject or decision.subject
-    relation = write.relation or (decision.relation if decision.subject else None)
-    value = write.value if write.subject else decision.value
-    valid_to, state, superseded_by, revisions, details = write.valid_to, "live", None, (), {}
-    if decision.kind == "new_branch":
-        parent_id, root_id, depth = None, node_id, 0
-    elif decision.kind == "child_update" and target is not None:
-        parent_id, root_id, depth = target.id, target.root_id, target.depth + 1
-    elif decision.kind == "contradiction_fork" and target is not None:
-        if subject is not None and relation is not None and (write.subject or any(
-                r["subject"] == subject and r["relation"] == relation for r in key_rows)):
-            chain_rows = key_rows or conn.execute(q("key_members"), {
-                "org": org, "subject": subject, "relation": relation, "q": embedding}).fetchall()
-        else:
-            chain_rows = conn.execute(q("chain_members"), {"org": org, "id": target.id}).fetchall()
-        chain = [ChainMember(r["id"], r["valid_from"], r["valid_to"], r.get("value")) for r in chain_rows]
-        if target.id not in {m.id for m in chain}:
-            chain.append(ChainMember(target.id, target.valid_from, target.valid_to, target.value))
-        plan = plan_insert(node_id, write.valid_from, write.valid_to, value if subject else None, chain,
-                           target_id=target.id)
-        valid_to, superseded_by, revisions = plan.new_valid_to, plan.new_superseded_by, plan.revisions
-        state = "superseded" if superseded_by else "live"
-        details = {"out_of_order": plan.out_of_order, "superseded": [str(r.memory_id) for r in revisions]}
-        anchor = by_id.get(plan.anchor_id) or target
-        # A sibling of what it contradicts: same parent (a root's correction is a root of its own).
-        parent_id, depth = anchor.parent_id, anchor.depth
-        root_id = anchor.root_id if anchor.parent_id else node_id
-    else:
-        return None
-    return NodePlan(parent_id, root_id, depth, subject, relation, value, valid_to, state, superseded_by,
-                    tuple(revisions), details)
+    """Fetch what the tree rule needs, then apply it (`placement.tree.plan`; apply and replay both use this).
+    None for a duplicate, or when the decision's target is not among the candidates."""
+    lookup = chain_lookup(write, decision, cands, key_rows)
+    chain_rows = key_rows
+    if lookup is not None and lookup.by_key:
+        chain_rows = conn.execute(q("key_members"), {
+            "org": write.org, "subject": lookup.subject, "relation": lookup.relation, "q": embedding}).fetchall()
+    elif lookup is not None:
+        chain_rows = conn.execute(q("chain_members"), {"org": write.org, "id": lookup.target_id}).fetchall()
+    return plan(write, decision, cands, chain_of(chain_rows), node_id)
 
 
 def write_revisions(conn: psycopg.Connection, org: str, revisions: Sequence[Revision], decision_id: uuid.UUID,

@@ -19,7 +19,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from .. import metrics
-from ..db import is_connection_loss
+from ..db import Conn, is_connection_loss, one
 from ..errors import FabricError
 from ..placement.facts import text_key
 from ..placement.intervals import Revision
@@ -46,7 +46,7 @@ class PlaceStats:
     raced: int = 0
 
 
-def load_pending(conn: psycopg.Connection, org: str, ids: Sequence[uuid.UUID]
+def load_pending(conn: Conn, org: str, ids: Sequence[uuid.UUID]
                  ) -> tuple[list[IncomingWrite], dict[uuid.UUID, str]]:
     """The pending writes among `ids`, oldest first, and those that cannot be read back (id -> why).
 
@@ -96,7 +96,7 @@ def write_key(write: IncomingWrite) -> tuple[str | None, str | None]:
     return (write.subject, write.relation) if write.keyed else text_key(write.content)
 
 
-def gather_batch(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embeddings: np.ndarray, *,
+def gather_batch(conn: Conn, writes: Sequence[IncomingWrite], embeddings: np.ndarray, *,
                  k: int, ef_search: int) -> list[Gathered]:
     """For each write (all of one org): the k nearest live memories in its org, plus every memory believed
     under its key (`write_key`). Two statements for the whole batch (`nearest_live_batch`,
@@ -119,7 +119,7 @@ def gather_batch(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embe
     near: list[list[Candidate]] = [[] for _ in writes]
     for r in near_cur.fetchall():
         near[r["i"] - 1].append(candidate_from_row(r, float(r["score"]), False))
-    available = available_cur.fetchone()["n"]
+    available = one(available_cur)["n"]
     key_rows: list[list[dict[str, Any]]] = [[] for _ in writes]
     for r in key_cur.fetchall() if key_cur else []:
         key_rows[keyed[r["i"] - 1]].append(r)
@@ -131,7 +131,7 @@ def gather_batch(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embe
     return [Gathered(n, rows, k) for n, rows in zip(near, key_rows)]
 
 
-def _near_one_by_one(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embeddings: np.ndarray, *,
+def _near_one_by_one(conn: Conn, writes: Sequence[IncomingWrite], embeddings: np.ndarray, *,
                      k: int, ef_search: int) -> list[list[Candidate]]:
     """The k nearest live memories of each write by the read path's own statement (exact fallback included)."""
     now = utcnow()
@@ -144,7 +144,7 @@ def _near_one_by_one(conn: psycopg.Connection, writes: Sequence[IncomingWrite], 
     return [[candidate_from_row(r, float(r["score"]), False) for r in cur.fetchall()] for cur in cursors]
 
 
-def gather_candidates(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, *,
+def gather_candidates(conn: Conn, write: IncomingWrite, embedding: np.ndarray, *,
                       k: int, ef_search: int) -> tuple[list[Candidate], list[dict[str, Any]]]:
     """The k nearest live memories in the org, plus every memory believed under the write's key."""
     g = gather_batch(conn, [write], embedding[None, :], k=k, ef_search=ef_search)[0]
@@ -218,7 +218,7 @@ def keep_keys_apart(write: IncomingWrite, decision: Decision, target: Candidate)
                           f"({target.subject}, {target.relation}): another fact")
 
 
-def place_one(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, validator: Validator, *,
+def place_one(conn: Conn, write: IncomingWrite, embedding: np.ndarray, validator: Validator, *,
               k: int, near_similarity: float, ef_search: int, stats: PlaceStats,
               replay_id: uuid.UUID | None = None) -> Placement | None:
     """Decide and apply one write. Returns None if another runner already settled it."""
@@ -238,7 +238,7 @@ def place_one(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndar
             if _fingerprint(fresh) != _fingerprint(cands):
                 stats.raced += 1
                 continue  # someone placed nearby meanwhile: decide again on what is there now
-            now = conn.execute(q("clock")).fetchone()["now"]
+            now = one(conn.execute(q("clock")))["now"]
             placement = apply_decision(conn, write, embedding, decision, fresh, key_rows, now, replay_id=replay_id)
         if placement.decision == "duplicate":
             stats.duplicates += 1
@@ -275,7 +275,7 @@ def catch_up(write: IncomingWrite, vector: np.ndarray, g: Gathered, placed: Sequ
     return g
 
 
-def place_locked(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embeddings: np.ndarray,
+def place_locked(conn: Conn, writes: Sequence[IncomingWrite], embeddings: np.ndarray,
                  validator: Validator, *, k: int, near_similarity: float, ef_search: int,
                  stats: PlaceStats) -> dict[uuid.UUID, Exception]:
     """Place a job's writes (one org) under the org's lock, for a validator that decides in
@@ -295,7 +295,7 @@ def place_locked(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embe
 LOCKED_CHUNK = 16
 
 
-def _place_chunk(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embeddings: np.ndarray,
+def _place_chunk(conn: Conn, writes: Sequence[IncomingWrite], embeddings: np.ndarray,
                  validator: Validator, *, k: int, near_similarity: float, ef_search: int,
                  stats: PlaceStats) -> dict[uuid.UUID, Exception]:
     failed: dict[uuid.UUID, Exception] = {}
@@ -338,7 +338,7 @@ def _place_chunk(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embe
     return failed
 
 
-def plan_node(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, decision: Decision,
+def plan_node(conn: Conn, write: IncomingWrite, embedding: np.ndarray, decision: Decision,
               cands: Sequence[Candidate], key_rows: Sequence[dict[str, Any]], node_id: uuid.UUID) -> NodePlan | None:
     """Fetch what the tree rule needs, then apply it (`placement.tree.plan`; apply and replay both use this).
     None for a duplicate, or when the decision's target is not among the candidates."""
@@ -352,7 +352,7 @@ def plan_node(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndar
     return plan(write, decision, cands, chain_of(chain_rows), node_id)
 
 
-def write_revisions(conn: psycopg.Connection, org: str, revisions: Sequence[Revision], decision_id: uuid.UUID,
+def write_revisions(conn: Conn, org: str, revisions: Sequence[Revision], decision_id: uuid.UUID,
                     now) -> None:
     for rev in revisions:
         conn.execute(q("revise_version"), {
@@ -360,14 +360,14 @@ def write_revisions(conn: psycopg.Connection, org: str, revisions: Sequence[Revi
             "superseded_by": rev.superseded_by, "decision_id": decision_id, "now": now})
 
 
-def apply_decision(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, decision: Decision,
+def apply_decision(conn: Conn, write: IncomingWrite, embedding: np.ndarray, decision: Decision,
                    cands: Sequence[Candidate], key_rows: Sequence[dict[str, Any]], now, *,
                    replay_id: uuid.UUID | None = None) -> Placement:
     """Write the decision's consequences. Runs inside the caller's transaction."""
     return apply_planned(conn, write, embedding, decision, cands, key_rows, now, replay_id=replay_id)[0]
 
 
-def apply_planned(conn: psycopg.Connection, write: IncomingWrite, embedding: np.ndarray, decision: Decision,
+def apply_planned(conn: Conn, write: IncomingWrite, embedding: np.ndarray, decision: Decision,
                   cands: Sequence[Candidate], key_rows: Sequence[dict[str, Any]], now, *,
                   replay_id: uuid.UUID | None = None) -> tuple[Placement, NodePlan | None]:
     """`apply_decision`, also returning the node's plan (None for a duplicate)."""
@@ -414,7 +414,7 @@ def _placement(write: IncomingWrite, d: Decision, memory_id, target_id, decision
                      out_of_order=out_of_order)
 
 
-def note_failure(conn: psycopg.Connection, org: str, write_id: uuid.UUID, error: str, *, park: bool,
+def note_failure(conn: Conn, org: str, write_id: uuid.UUID, error: str, *, park: bool,
                  max_attempts: int) -> str | None:
     row = conn.execute(q("note_failure"), {"org": org, "id": write_id, "error": error[:2000], "park": park,
                                            "max_attempts": max_attempts}).fetchone()

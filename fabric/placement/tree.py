@@ -68,7 +68,7 @@ def _chained_by_key(write: IncomingWrite, subject: str | None, relation: str | N
                     key_rows: Sequence[dict[str, Any]]) -> bool:
     """A fork is placed among its key's versions when it has a key the store knows (the caller's, or
     one some gathered memory is under); otherwise among the target's supersession chain."""
-    return subject is not None and relation is not None and (write.subject is not None or any(
+    return subject is not None and relation is not None and (bool(write.subject) or any(
         r["subject"] == subject and r["relation"] == relation for r in key_rows))
 
 

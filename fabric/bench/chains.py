@@ -36,7 +36,8 @@ from ..errors import ValidationError
 from ..types import utcnow
 from .labelled import records
 from .temporal import (
-    LAST_PHASE, TOP_K, WAIT_TIMEOUT, Case, FabricBackend, Fact, FlatBackend, Query, _same, evaluate, expected_value,
+    LAST_PHASE, TOP_K, WAIT_TIMEOUT, Case, FabricBackend, Fact, Query, _same, evaluate, expected_value,
+    pgvector_backend,
 )
 
 log = logging.getLogger(__name__)
@@ -239,16 +240,8 @@ def run(fab: Any, chains: Sequence[Chain], *, backends: Sequence[str] = BACKENDS
             if name == "fabric-text":
                 active.append(FabricBackend(fab, keyed=False, run_id=run_id))
             else:
-                import psycopg
-
-                from .flat import FlatPgvector
-
-                conn = psycopg.connect(fab.database_url, autocommit=True)
-                dim = fab.embedder.dim
-                def flat_table(n: str, c: psycopg.Connection = conn, d: int = dim) -> FlatPgvector:
-                    return FlatPgvector(c, n, dim=d)
-
-                active.append(FlatBackend("pgvector", flat_table, fab.embedder, run_id=run_id))
+                backend, conn = pgvector_backend(fab, run_id)
+                active.append(backend)
         fab.embedder.embed(["warm up"])
         if "fabric-text" in backends:  # the worker loads its model before the first timed write
             fab.wait(fab.write("Warm-up note for the benchmark.", org=f"bench-{run_id}-warmup"), timeout=WAIT_TIMEOUT)

@@ -772,6 +772,21 @@ class FabricBackend:
         pass
 
 
+def pgvector_backend(fab: Any, run_id: str) -> tuple[FlatBackend, Any]:
+    """The flat pgvector baseline, its tables in fab's database over one connection (returned: close it after)."""
+    import psycopg
+
+    from .flat import FlatPgvector
+
+    conn = psycopg.connect(fab.database_url, autocommit=True)
+    dim = fab.embedder.dim
+
+    def flat_table(name: str) -> FlatPgvector:
+        return FlatPgvector(conn, name, dim=dim)
+
+    return FlatBackend("pgvector", flat_table, fab.embedder, run_id=run_id), conn
+
+
 class FlatBackend:
     """A flat vector store per case (pgvector or Chroma): top-k cosine, timestamps as metadata only."""
 
@@ -1169,16 +1184,8 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
         elif name == "fabric-text":
             active.append(FabricBackend(fab, keyed=False, run_id=run_id))
         elif name == "pgvector":
-            import psycopg
-
-            from .flat import FlatPgvector
-
-            shared_conn = psycopg.connect(fab.database_url, autocommit=True)
-            dim = fab.embedder.dim
-            def flat_table(n: str, c: psycopg.Connection = shared_conn, d: int = dim) -> FlatPgvector:
-                return FlatPgvector(c, n, dim=d)
-
-            active.append(FlatBackend("pgvector", flat_table, fab.embedder, run_id=run_id))
+            backend, shared_conn = pgvector_backend(fab, run_id)
+            active.append(backend)
         elif name == "chroma":
             from .flat import ChromaFlat, chroma_available
 

@@ -282,7 +282,7 @@ def catch_up(write: IncomingWrite, vector: np.ndarray, g: Gathered, placed: Sequ
         similarity = float(vector @ p.vector)
         if p.node is not None and similarity >= g.bound:
             near = sorted([*near, replace(p.node, similarity=similarity)], key=lambda c: -c.similarity)
-        if p.key[0] is not None and p.key == key:
+        if None not in p.key and p.key == key:  # key_members_batch matches both, NULL matching nothing
             key_rows = [*key_rows, {**p.row, "similarity": similarity}]
         g = Gathered(near, key_rows, g.k, g.bound)
     return g

@@ -103,3 +103,46 @@ def test_a_call_interleaving_orgs_gets_full_jobs_in_turns():
         assert all(job_of[i] == job_id for i in ids)
         assert {reqs[position[i]].org for i in ids} == {org}
         assert [position[i] for i in ids] == sorted(position[i] for i in ids)  # in the order they came
+
+
+class FailsOnBoom:
+    """A rule-speed validator (no model: placed in chunks) that gives up on one write."""
+
+    name = "boom"
+    model = None
+
+    def decide(self, write, candidates):
+        from fabric.errors import ValidatorError
+        from fabric.placement.validator import Decision
+
+        if "Boom" in write.content:
+            raise ValidatorError("cannot read this one")
+        return Decision("new_branch", None, "a branch of its own", 0.5, self.name)
+
+
+def test_a_write_failing_in_a_chunk_does_not_undo_its_job_mates(database_url, redis_url, org, caplog):
+    """The chunk is first applied in one pipelined go; the failure undoes it, and it is placed again write
+    by write in savepoints: the failing write is parked, the others placed once each."""
+    fab = Fabric.connect(database_url, redis_url, run_worker=False, auto_migrate=False,
+                         queue_name=f"fabric-t-{uuid.uuid4().hex[:8]}")
+    try:
+        city = {"subject": "Ada Moreau", "relation": "home_city"}
+        receipts = fab.write_many([
+            {"content": "Ada Moreau lives in Lisbon.", **city, "value": "Lisbon", "org": org},
+            {"content": "Ada Moreau lives in Porto.", **city, "value": "Porto", "org": org},
+            {"content": "Ada Moreau lives in Boom.", **city, "value": "Boom", "org": org},
+            {"content": "Ada Moreau lives in Faro.", **city, "value": "Faro", "org": org}])
+        with caplog.at_level("INFO", logger="fabric.write.apply"):
+            stats = Placer(fab.settings, fab.pool, validator=FailsOnBoom()).place(org, [r.id for r in receipts])
+        assert [r.__dict__.get("action") for r in caplog.records if r.name == "fabric.write.apply"] == ["chunk_fallback"]
+        assert (stats.placed, stats.parked) == (3, 1)
+        with psycopg.connect(database_url) as conn:
+            status = dict(conn.execute("SELECT content, status FROM fabric.writes WHERE org = %s", (org,)).fetchall())
+            logged = conn.execute("SELECT count(*), count(DISTINCT write_id) FROM fabric.decisions "
+                                  "WHERE org = %s AND action = 'place'", (org,)).fetchone()
+            memories = conn.execute("SELECT count(*) FROM fabric.memories WHERE org = %s", (org,)).fetchone()[0]
+    finally:
+        fab.close()
+    assert status["Ada Moreau lives in Boom."] == "parked"
+    assert [s for c, s in status.items() if "Boom" not in c] == ["placed"] * 3
+    assert logged == (3, 3) and memories == 3

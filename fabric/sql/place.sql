@@ -10,6 +10,10 @@ ORDER BY received_at, id
 -- now: the transaction time of what its placement writes (read once the locks are held).
 SELECT status, clock_timestamp() AS now FROM fabric.writes WHERE org = %(org)s AND id = %(id)s FOR UPDATE
 
+-- name: lock_writes
+-- Claim a chunk's writes for this transaction (placement in chunks: see lock_write).
+SELECT id, status FROM fabric.writes WHERE org = %(org)s AND id = ANY(%(ids)s) FOR UPDATE
+
 -- name: lock_org
 -- Changes to one org's tree apply one at a time (placements in chunks of a few ms; retract, revert,
 -- replay, source invalidation). A service role may lock only its own org (migration 0005).

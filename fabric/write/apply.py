@@ -11,7 +11,8 @@ import logging
 import math
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+from datetime import timedelta
 from typing import Any, Sequence
 
 import numpy as np
@@ -316,6 +317,64 @@ LOCKED_CHUNK = 16
 def _place_chunk(conn: Conn, writes: Sequence[IncomingWrite], embeddings: np.ndarray,
                  validator: Validator, *, k: int, near_similarity: float, ef_search: int,
                  stats: PlaceStats) -> dict[uuid.UUID, Exception]:
+    """One chunk in one transaction, pipelined (`_place_chunk_pipelined`); if anything in it fails, the
+    chunk is undone and placed again with a savepoint per write (`_place_chunk_savepoints`), so that
+    one failing write does not undo its job-mates."""
+    tuning: dict[str, Any] = dict(k=k, near_similarity=near_similarity, ef_search=ef_search)
+    chunk = PlaceStats()
+    done: list[tuple[str, str | None, float]] = []
+    try:
+        _place_chunk_pipelined(conn, writes, embeddings, validator, stats=chunk, done=done, **tuning)
+    except Exception as exc:
+        if is_connection_loss(exc):
+            raise
+        log.info("chunk failed; placing its writes one savepoint each",
+                 extra={"action": "chunk_fallback", "org": writes[0].org, "error": f"{type(exc).__name__}: {exc}"})
+        return _place_chunk_savepoints(conn, writes, embeddings, validator, stats=stats, **tuning)
+    for kind, validator_name, seconds in done:
+        metrics.placement_done(kind, validator_name, seconds)
+    for f in fields(PlaceStats):
+        setattr(stats, f.name, getattr(stats, f.name) + getattr(chunk, f.name))
+    return {}
+
+
+def _place_chunk_pipelined(conn: Conn, writes: Sequence[IncomingWrite], embeddings: np.ndarray,
+                           validator: Validator, *, k: int, near_similarity: float, ef_search: int,
+                           stats: PlaceStats, done: list[tuple[str, str | None, float]]) -> None:
+    """The org's lock, the chunk's writes claimed and their candidates read in one round trip; then each
+    write decided and its apply statements queued without waiting for the server (the pipeline syncs
+    once, at the end, unless a write must read the database again). The i-th write's transaction time
+    is the clock read under the lock plus i microseconds: the writes of a chunk keep their order."""
+    org = writes[0].org
+    placed: list[Placed] = []
+    with conn.transaction():
+        with conn.pipeline():
+            conn.execute(q("lock_org"), {"org": org})
+            claims = conn.execute(q("lock_writes"), {"org": org, "ids": [w.id for w in writes]})
+            clock = conn.execute(q("clock"))
+            gathered = gather_batch(conn, writes, embeddings, k=k, ef_search=ef_search)
+        status = {r["id"]: r["status"] for r in claims.fetchall()}
+        now = one(clock)["now"]
+        with conn.pipeline():
+            for i, (write, vec, g) in enumerate(zip(writes, embeddings, gathered)):
+                if status.get(write.id) != "pending":
+                    stats.skipped += 1
+                    continue
+                started = time.perf_counter()
+                g = catch_up(write, vec, g, placed) or gather_batch(conn, [write], vec[None, :], k=k,
+                                                                      ef_search=ef_search, settings=False)[0]
+                cands = g.cands
+                decision = decide(write, cands, validator, near_similarity=near_similarity)
+                stats.validator_calls += int(decision.called)
+                placement, plan = apply_planned(conn, write, vec, decision, cands, g.key_rows,
+                                                now + timedelta(microseconds=i))
+                done.append((decision.kind, decision.validator, time.perf_counter() - started))
+                _count_placed(write, vec, placement, plan, stats, placed)
+
+
+def _place_chunk_savepoints(conn: Conn, writes: Sequence[IncomingWrite], embeddings: np.ndarray,
+                            validator: Validator, *, k: int, near_similarity: float, ef_search: int,
+                            stats: PlaceStats) -> dict[uuid.UUID, Exception]:
     failed: dict[uuid.UUID, Exception] = {}
     placed: list[Placed] = []
     with conn.transaction():
@@ -343,18 +402,23 @@ def _place_chunk(conn: Conn, writes: Sequence[IncomingWrite], embeddings: np.nda
                 failed[write.id] = exc
                 continue
             metrics.placement_done(decision.kind, decision.validator, time.perf_counter() - started)
-            if plan is None:
-                stats.duplicates += 1
-                continue
-            stats.placed += 1
-            row = {"id": placement.memory_id, "content": write.content, "parent_id": plan.parent_id,
-                   "root_id": plan.root_id, "depth": plan.depth, "subject": plan.subject, "relation": plan.relation,
-                   "value": plan.value, "kind": write.kind, "valid_from": write.valid_from, "valid_to": plan.valid_to,
-                   "state": plan.state, "version": 1}
-            node = candidate_from_row(row, 1.0, False) if plan.state == "live" else None
-            placed.append(Placed(vec, node, (plan.subject, plan.relation), row,
-                                 {r.memory_id: r for r in plan.revisions}))
+            _count_placed(write, vec, placement, plan, stats, placed)
     return failed
+
+
+def _count_placed(write: IncomingWrite, vec: np.ndarray, placement: Placement, plan: NodePlan | None,
+                  stats: PlaceStats, placed: list[Placed]) -> None:
+    """Count a settled write; a new node is remembered for its job-mates' `catch_up`."""
+    if plan is None:
+        stats.duplicates += 1
+        return
+    stats.placed += 1
+    row = {"id": placement.memory_id, "content": write.content, "parent_id": plan.parent_id,
+           "root_id": plan.root_id, "depth": plan.depth, "subject": plan.subject, "relation": plan.relation,
+           "value": plan.value, "kind": write.kind, "valid_from": write.valid_from, "valid_to": plan.valid_to,
+           "state": plan.state, "version": 1}
+    node = candidate_from_row(row, 1.0, False) if plan.state == "live" else None
+    placed.append(Placed(vec, node, (plan.subject, plan.relation), row, {r.memory_id: r for r in plan.revisions}))
 
 
 def plan_node(conn: Conn, write: IncomingWrite, embedding: np.ndarray, decision: Decision,

@@ -147,11 +147,16 @@ def _reported(m: re.Match[str]) -> str:
     return m.group(1) + ("'s" if m.group(2) in ("their", "his", "her") else "")
 
 
+_SHOUTED = re.compile(r"[A-Z]{2,}\W+[A-Z]{2,}\W+[A-Z]{2,}")
+
+
 @lru_cache(maxsize=16384)
 def canonical(text: str) -> str:
     """The sentence with numbers, times, dates and phone numbers written one way (NFKC first), the
     user written "User", reported speech and honorifics dropped."""
     t = unicodedata.normalize("NFKC", text).replace("’", "'")
+    if _SHOUTED.search(t) and not re.search(r"[a-z]", t):  # all capitals say nothing of names: read it in lower case
+        t = t.lower()
     t = _dates(t)
     for pattern, user in _USER:
         t = pattern.sub(user, t)
@@ -206,6 +211,22 @@ _MANY = re.compile(r"\b(?:visited|visits|(?:has|have) been to"
 _ALSO = re.compile(r"\b(?:also|another|too|as well|additional)\b")  # said outright: one more value
 _NEGATION = re.compile(r"\b(?:not(?! (?:far|only|just|least|bad|unlike)\b)|no longer|never|none|neither|nor|without)\b"
                        r"|n't\b")
+# One attribute in other words: stems mapped to one word before relation words are compared.
+_SAME_WORD = {"due": "deadlin", "resident": "population", "inhabitant": "population", "populat": "population",
+              "fee": "price", "cost": "price", "charg": "price", "pric": "price"}
+# Verbs that only say an event is scheduled ("happens on", "takes place on", "we hold it on"): no attribute.
+_SCHEDULED = re.compile(r"\b(?:(?:takes?|took|taking|taken) place|happens?|happened|happening|occurs?|occurred"
+                        r"|(?<!on )(?:holds?|held))\b")
+# Words a money value implies: "the shipping fee is €4.99" / "orders ship for €6.50".
+_PRICE_WORDS = frozenset({"price"})
+
+
+def word_key(word: str) -> str:
+    """A relation word's compared form: its stem, one stem per synonym group."""
+    w = stem(word)
+    return _SAME_WORD.get(w, w)
+
+
 _ACTIVITY = re.compile(r"\b(?:is|are|am|was|were)\s+(?:\w+ly\s+)?(?!being\b)\w{3,}ing\b")
 # Simple past right after a name: an event ("X presented ...", "X asked Y ..."); each is a fact of its own.
 # Verbs of change ("moved", "raised", "sold") state a new value instead (see _CHANGE).
@@ -307,6 +328,8 @@ def _unit(text: str, span: Span) -> str | None:
     if m is None:
         return None
     word = m.group().strip()
+    if stem(word) in _DIMENSIONS:  # "4 days" ("days" is also a word of change: "these days")
+        return stem(word)
     return None if word in _STOP or word in _CHANGE else stem(word)
 
 
@@ -387,8 +410,9 @@ def _read(t: str, spans: tuple[Span, ...]) -> Reading:
         masked[a.start:a.end] = " " * (a.end - a.start)
     rest = "".join(masked)
     rest = _WHEN.sub(" ", rest)  # "from next week ...": when the statement holds, not the attribute
+    rest = _SCHEDULED.sub(" ", rest)
     tokens = [w.removesuffix("'s").removesuffix("'") for w in _WORD.findall(rest)]
-    words = tuple(stem(w) for w in tokens if w not in _STOP and w not in _CHANGE and len(w) > 1)
+    words = tuple(word_key(w) for w in tokens if w not in _STOP and w not in _CHANGE and len(w) > 1)
     return Reading(low, anchors, words, _NEGATION.search(rest) is not None,
                    _MANY.search(rest) is not None or _ACTIVITY.search(rest) is not None,
                    _ALSO.search(rest) is not None, _event(low, anchors),
@@ -440,7 +464,8 @@ def _swap(old: Reading, new: Reading, shared: set[str]) -> tuple[str, bool] | No
         return None
     _, i1, i2, j1, j2 = ops[0]
     gone, came = [w for w in a[i1:i2] if w not in _STOP], [w for w in b[j1:j2] if w not in _STOP]
-    if not gone or not came or len(gone) > 2 or len(came) > 2 or {stem(w) for w in gone} == {stem(w) for w in came}:
+    if not gone or not came or len(gone) > 2 or len(came) > 2 \
+            or {word_key(w) for w in gone} == {word_key(w) for w in came}:
         return None
     if "X" in a[i1:i2] + b[j1:j2] or "Y" in a[i1:i2] + b[j1:j2]:
         return None
@@ -606,6 +631,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
                        veto=True)
     if a.unit and b.unit and _dimension(a.unit) != _dimension(b.unit):  # "8 engineers" / "3 designers"
         return Aligned("separate", f"another unit ({a.unit} / {b.unit})", veto="money" in (a.unit, b.unit))
+    if a.unit == b.unit == "money":  # a price either way
+        only_old, only_new = only_old - _PRICE_WORDS, only_new - _PRICE_WORDS
     version = a.kind == "name" and _version(a, b)
     if a.kind == "name" and not version and set(a.key.split()) & set(b.key.split()) \
             and old.anchors.index(a) == 0 and new.anchors.index(b) == 0:

@@ -60,7 +60,7 @@ _LEADS = (r"\b(?:leads|heads|runs|running)\b"
 
 # Order matters only for naming: the first group two sentences share names their attribute.
 RELATIONS: tuple[Relation, ...] = (
-    _rel("ceo", r"\bchief executive\b|\bceo\b|\bled\b|\bhelms?\b|\bat the helm\b|\bheaded\b|\brun by\b"
+    _rel("ceo", r"\bchief executive(?: officer)?\b|\bceo\b|\bled\b|\bhelms?\b|\bat the helm\b|\bheaded\b|\brun by\b"
                 r"|\bmanaging director\b|\btop executive\b|\bhead of\b|" + _LEADS,
          _LEADS + r"|\bhelms\b|\b(?:led|headed)\b(?! by)"),
     _rel("cfo", r"\bchief financial officer\b|\bcfo\b|\bfinance chief\b|\bhead of finance\b"),
@@ -86,6 +86,7 @@ RELATIONS: tuple[Relation, ...] = (
                     r"|(?<!account )(?<!success )\bmanager\b|\bmanaged by\b|\bmanages\b|\bboss\b"
                     r"|\bsupervis(?:or|es|ed by)\b|\bworks under\b",
          r"\bmanages\b|\bsupervises\b"),
+    _rel("job_title", r"\bjob title\b|\btitle\b|\b(?:promoted|demoted) to\b"),
     _rel("billing_plan", r"\bplan\b|\btier\b|\bsubscription\b|\bsubscribed to\b|\bsubscribes to\b|\bbilled on\b"
                          r"|\bupgraded to\b|\bdowngraded to\b"),
     _rel("owner", r"\bowned by\b|\bowns\b|\bparent company\b|\bsubsidiary of\b|\bacquired by\b|\bunit of\b"

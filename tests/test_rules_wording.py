@@ -1,0 +1,73 @@
+"""Round 4 of the rule validator (fabric/placement/align.py, facts.py): synonyms of one attribute, verbs
+that only say an event is scheduled, a price said with or without its noun, a title changed by a
+promotion, a sentence in capitals, "chief executive officer". Sentences written here, not taken from
+the labelled sets (tests/data/placement_pairs_v*.jsonl). Pure: no database; the embedding model where
+the alignment consults it."""
+
+from __future__ import annotations
+
+import pytest
+
+from fabric.placement.align import canonical, compare_aligned, relation_similarity
+from fabric.placement.facts import compare, extract
+from tests.fix_placement import decide
+
+
+def aligned(old: str, new: str) -> str:
+    return compare_aligned(old, new, relation_similarity).verdict
+
+
+@pytest.mark.parametrize("old, new, verdict", [
+    # "due" / "deadline", "population" / "residents": one attribute
+    ("The Pelican audit is due on March 3.", "The Pelican audit deadline moved to April 9.", "contradiction_fork"),
+    ("The population of Brackwell is 8,200.", "Brackwell now has 8,900 residents.", "contradiction_fork"),
+    ("Brackwell has 8,200 inhabitants.", "The population of Brackwell is 8,200.", "duplicate"),
+    # "happens on" / "we hold it on" / "takes place on": the same schedule
+    ("The Orion retro happens on the last Friday of the month.",
+     "On the last Friday of the month we hold the Orion retro.", "duplicate"),
+    ("The Orion retro takes place on Fridays.", "The Orion retro is now on Wednesdays.", "contradiction_fork"),
+])
+def test_one_attribute_in_other_words(old, new, verdict):
+    assert aligned(old, new) == verdict
+
+
+@pytest.mark.parametrize("old, new", [
+    ("The Pelican audit is due on March 3.", "The Pelican audit kickoff is on April 9."),  # another event
+    ("The population of Brackwell is 8,200.", "Brackwell has 8,200 parking spaces."),      # another count
+    ("Project Kite is on hold.", "Project Kite is held in Lisbon."),                       # "on hold" is a state
+])
+def test_synonyms_do_not_join_other_attributes(old, new):
+    assert aligned(old, new) not in ("contradiction_fork", "duplicate")
+
+
+def test_a_price_with_or_without_its_noun_is_one_price():
+    assert aligned("The delivery charge for parcels under 2 kg is 3.50 euros.",
+                   "Parcels under 2 kg now ship for €4.20.") == "contradiction_fork"
+    assert aligned("A day pass at Loft Climbing costs $18.", "The day pass fee at Loft Climbing is $22.") \
+        == "contradiction_fork"
+    # a price beside a length of time: another unit, never one attribute
+    assert aligned("The delivery charge for parcels under 2 kg is 3.50 euros.",
+                   "Parcels under 2 kg now ship in 4 days.") != "contradiction_fork"
+
+
+def test_a_promotion_changes_the_job_title():
+    old, new = "Ilse Brandt's job title is Junior Designer.", "Ilse Brandt was promoted to Senior Designer."
+    a, b = extract(old, new), extract(new, old)
+    assert (a.relation, b.relation) == ("job_title", "job_title") and b.value == "Senior Designer"
+    assert compare(a, b) == "contradiction_fork"
+    # another person's promotion is not hers
+    assert compare(a, extract("Jonas Weber was promoted to Senior Designer.", old)) == "separate"
+
+
+def test_a_sentence_in_capitals_is_read_in_lower_case():
+    assert canonical("HALDEN PORT IS LOCATED IN BERGEN.") == "halden port is located in bergen."
+    assert canonical("The HQ of NATO is in Brussels.") == "The HQ of NATO is in Brussels."  # acronyms stay
+
+
+def test_chief_executive_officer_is_the_ceo(rules, embedder):
+    a = extract("Orla Finch serves as chief executive officer of Tidewell Foods.")
+    assert (a.subject, a.relation, a.value) == ("Tidewell Foods", "ceo", "Orla Finch")
+    old = "Tidewell Foods' CEO is Orla Finch."
+    d, target = decide(rules, embedder, old, "Orla Finch serves as chief executive officer of Tidewell Foods.",
+                       pregated=True)
+    assert d.kind == "duplicate" and target == old

@@ -71,3 +71,62 @@ def test_chief_executive_officer_is_the_ceo(rules, embedder):
     d, target = decide(rules, embedder, old, "Orla Finch serves as chief executive officer of Tidewell Foods.",
                        pregated=True)
     assert d.kind == "duplicate" and target == old
+
+
+@pytest.mark.parametrize("old, new", [
+    ("The Ember service uses Redis.", "The Ember service switched from Redis to Valkey."),
+    ("Odile Fray drives a Peugeot 208.", "Odile Fray traded her Peugeot 208 for a Kia Niro."),
+    ("The Marlow Trust board is chaired by Ivo Sand.",
+     "Ivo Sand stepped down; Bea Lund now chairs the Marlow Trust board."),
+])
+def test_the_old_value_named_as_replaced_is_a_correction(rules, embedder, old, new):
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "contradiction_fork" and target == old
+
+
+@pytest.mark.parametrize("old, new", [
+    ("The Ember service uses Redis.", "The Quartz service switched from Redis to Valkey."),  # another subject
+    ("The Marlow Trust board is chaired by Ivo Sand.", "Ivo Sand stepped down as treasurer of the Kell Fund."),
+    ("Teo Vance works at Brindle Bank.", "Teo Vance left Brindle Bank."),  # no new value: no correction
+])
+def test_a_replaced_value_elsewhere_is_no_correction(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork"
+
+
+def test_left_and_joined_is_a_new_employer():
+    old, new = "Teo Vance works at Brindle Bank.", "Teo Vance left Brindle Bank and joined Quarry Capital."
+    a, b = extract(old, new), extract(new, old)
+    assert (b.subject, b.relation, b.value, b.loose) == ("Teo Vance", "employer", "Quarry Capital", False)
+    assert compare(a, b) == "contradiction_fork"
+
+
+def test_a_spouse_named_by_the_relative_word_is_the_spouse_not_a_relative(rules, embedder):
+    old = "Wren Ash is married to Hal Ash."
+    d, target = decide(rules, embedder, old, "Wren Ash's husband is Remy Cole.", pregated=True)
+    assert d.kind == "contradiction_fork" and target == old
+    for other in ("Wren Ash's husband works at Remy Cole Ltd.", "Wren Ash's brother is married to Remy Cole."):
+        d, _ = decide(rules, embedder, old, other, pregated=True)
+        assert d.kind != "contradiction_fork", other
+    d, _ = decide(rules, embedder, "Wren Ash works at Tallow Bank.", "Wren Ash's wife works at Fern Capital.",
+                  pregated=True)
+    assert d.kind != "contradiction_fork"
+
+
+def test_turning_an_age_and_yearly_figures():
+    a, b = extract("Cass Ode is 41 years old."), extract("Cass Ode turned 42.")
+    assert (b.relation, b.value) == ("age", "42") and compare(a, b) == "contradiction_fork"
+    turned_down = extract("Cass Ode turned the offer down.")
+    assert turned_down is None or turned_down.relation != "age"
+    assert canonical("Fennel Ltd's yearly revenue is $3M.") == "Fennel Ltd's annual revenue is $3M."
+    assert aligned("Fennel Ltd's annual revenue is $3 million.", "Fennel Ltd's yearly revenue is now $3.4M.") \
+        == "contradiction_fork"
+    assert aligned("Fennel Ltd's annual revenue is $3 million.", "Fennel Ltd's monthly revenue is $260,000.") \
+        != "contradiction_fork"
+
+
+def test_over_and_under_are_other_qualifiers():
+    assert aligned("The delivery fee for orders under 30 euros is 3.99 euros.",
+                   "The delivery fee for orders over 30 euros is 0 euros.") != "contradiction_fork"
+    assert aligned("The delivery fee for orders under 30 euros is 3.99 euros.",
+                   "The delivery fee for orders under 30 euros is now 4.49 euros.") == "contradiction_fork"

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Callable, Literal
@@ -168,6 +168,7 @@ def canonical(text: str) -> str:
     t = re.sub(r"\bhalf past (\w+)", r"\1:30", t, flags=re.IGNORECASE)
     t = re.sub(r"\b(noon|midday)\b", "12:00", t, flags=re.IGNORECASE)
     t = re.sub(r"\bmidnight\b", "00:00", t, flags=re.IGNORECASE)
+    t = re.sub(r"\b([Yy])early\b", lambda m: "Annual" if m.group(1) == "Y" else "annual", t)  # one word per period
     t = _spell_numbers(t)
     t = _SHIFT.sub(lambda m: m.group(1).split()[0], t)  # "pushed back 2 weeks, to" -> "pushed to"
     t = _VERSION.sub(r"\1", t)
@@ -187,14 +188,14 @@ def canonical(text: str) -> str:
 _STOP = frozenset("""a an the is are was were be been being has have had of in on at to for by with as and or but
     its it it's his her their our my your this that which who whom whose what where when there here than so then
     very also still any all some each every both either do does did can could will would shall should may might
-    must just only about into from up out off over under per via s 'd 'll 're 've i we you he she they them us
+    must just only about into from up out off per via s 'd 'll 're 've i we you he she they them us
     me him one ones""".split())
 # Words that tell a value changed, not which attribute: "moved to", "now", "raised its price to".
 _CHANGE = frozenset("""now new newly changed change changes moved move moves switched switch updated update
     since currently these days nowadays anymore raised lowered increased decreased dropped grew grown slipped
     pushed promoted became become becomes replaced replacing instead latest recently today lately longer passed
     went gone has been set reset sold bought officially effective starting renamed transferred shifted upgraded
-    downgraded rewritten changed""".split())
+    downgraded rewritten changed traded swapped exchanged stepped resigned retired departed replaced""".split())
 # "X's son attends ...", "X's husband works at ...": the fact is about someone else.
 _RELATIVES = frozenset("""son daughter child children kid kids wife husband spouse partner sister brother sibling
     mother father mom mum dad parent parents grandmother grandfather aunt uncle cousin niece nephew friend
@@ -213,7 +214,7 @@ _NEGATION = re.compile(r"\b(?:not(?! (?:far|only|just|least|bad|unlike)\b)|no lo
                        r"|n't\b")
 # One attribute in other words: stems mapped to one word before relation words are compared.
 _SAME_WORD = {"due": "deadlin", "resident": "population", "inhabitant": "population", "populat": "population",
-              "fee": "price", "cost": "price", "charg": "price", "pric": "price"}
+              "fee": "price", "cost": "price", "charg": "price", "pric": "price", "deliv": "ship", "shipp": "ship"}
 # Verbs that only say an event is scheduled ("happens on", "takes place on", "we hold it on"): no attribute.
 _SCHEDULED = re.compile(r"\b(?:(?:takes?|took|taking|taken) place|happens?|happened|happening|occurs?|occurred"
                         r"|(?<!on )(?:holds?|held))\b")
@@ -411,6 +412,7 @@ def _read(t: str, spans: tuple[Span, ...]) -> Reading:
     rest = "".join(masked)
     rest = _WHEN.sub(" ", rest)  # "from next week ...": when the statement holds, not the attribute
     rest = _SCHEDULED.sub(" ", rest)
+    rest = re.sub(r"\b(?:stepped|steps|step|stepping) down\b", " ", rest)
     tokens = [w.removesuffix("'s").removesuffix("'") for w in _WORD.findall(rest)]
     words = tuple(word_key(w) for w in tokens if w not in _STOP and w not in _CHANGE and len(w) > 1)
     return Reading(low, anchors, words, _NEGATION.search(rest) is not None,
@@ -420,6 +422,20 @@ def _read(t: str, spans: tuple[Span, ...]) -> Reading:
 
 
 # ---------------------------------------------------------------------------------------- comparing
+
+# A name the sentence says is the old value: after "switched from", "replacing", "left", "traded her";
+# before "stepped down", "resigned", "was replaced".
+_GONE_BEFORE = re.compile(r"\b(?:(?:moved|switched|changed|upgraded|downgraded|migrated|transferred|relocated)"
+                          r"(?:\s+[a-z]+){0,2}\s+from|replacing|replaced|succeeding|succeeded|instead of|in place of"
+                          r"|left|quit|(?:traded|swapped|exchanged)(?:\s+(?:his|her|their|its|our|my|the))?)\s+$")
+_GONE_AFTER = re.compile(r"\s+(?:has\s+)?(?:stepped down|steps down|resigned|retired|departed|was replaced"
+                         r"|was succeeded|left\b(?!\s+[a-z]))")
+
+
+def _superseded(r: Reading) -> set[str]:
+    return {a.key for a in r.anchors
+            if _GONE_BEFORE.search(r.text[:a.start]) or _GONE_AFTER.match(r.text[a.end:])}
+
 
 Verdict = Literal["duplicate", "child_update", "contradiction_fork", "separate", "unknown"]
 
@@ -572,6 +588,13 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     phrases (the real embedding model, cached). `sentence_similarity`: the two whole sentences' cosine,
     known already: a reworded duplicate is never far, so no phrase is embedded for one that is."""
     old, new = read(old_text, new_text), read(new_text, old_text)
+    gone = _superseded(new) & {a.key for a in old.anchors} - _superseded(old)
+    if gone:  # "switched from MySQL to PostgreSQL", "Ruth Ede stepped down": the old value, named as gone
+        text = new.text
+        for a in new.anchors:
+            if a.key in gone:
+                text = text[:a.start] + " " * (a.end - a.start) + text[a.end:]
+        new = replace(new, text=text, anchors=tuple(a for a in new.anchors if a.key not in gone))
     old_keys, new_keys = {a.key for a in old.anchors}, {a.key for a in new.anchors}
     shared = old_keys & new_keys
     if old.relatives != new.relatives:
@@ -669,7 +692,9 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
                 and _between(old, a, other) == _between(new, b, theirs):
             return Aligned("separate", "the same words with the roles swapped")
     why = "the same relation words"
-    if only_old or only_new:
+    if gone and not only_new:
+        why = "the old value named as replaced, no other relation said"
+    elif only_old or only_new:
         if sentence_similarity < FAR:  # no phrase embedded for sentences this far apart
             return Aligned("separate", f"other words, sentences far apart ({sentence_similarity:.2f} < {FAR})")
         sim = similarity(_phrase(old, shared), _phrase(new, shared))

@@ -124,7 +124,7 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("revenue", r"\brevenue\b|\bturnover\b|\bannual sales\b", numeric=True),
     _rel("price", r"\bcosts?\b|\bprice[ds]?\b|\bpriced at\b|\bsells for\b", numeric=True),
     _rel("valuation", r"\bvalued at\b|\bvaluation\b", numeric=True),
-    _rel("age", r"\byears? old\b|\baged\b", numeric=True),
+    _rel("age", r"\byears? old\b|\baged\b|\bturn(?:ed|s)\b(?= § *(?:[.!;,]|$|years?\b))", numeric=True),
     _rel("languages", r"\bspeaks\b|\bfluent in\b", multi=True),
     _rel("sites", r"\b(?:opened|opens|opening|has|have|operates|runs|added|launched|built|owns)\b(?: [\w§-]+){0,3}? "
                   r"(?:showroom|branch|store|shop|office|factory|plant|warehouse|outlet|studio|lab|depot|clinic"
@@ -177,7 +177,8 @@ _OF_VALUE = re.compile(r"\b(?:resident|employee|subsidiary|member|citizen|part|o
                        r"|student|staff|payroll|works?|working|worked|job)\s+(?:of|for)\s*$")
 _SUBJECT_MARK = re.compile(r"(?:\b(?:of|for|where)|\bhome to|\bat)\s*$")
 _PREDECESSOR = re.compile(r"\b(?:succeed(?:ed|s|ing)?|replac(?:ed|es|ing)|took over from|taking over from"
-                          r"|in place of|instead of|(?:moved|switched|changed|upgraded|downgraded) from(?: the)?)\s+$")
+                          r"|in place of|instead of|(?:moved|switched|changed|upgraded|downgraded) from(?: the)?"
+                          r"|left|quit)\s+$")
 # ("X is an engineer at Y" is no relative clause: a preposition ends the noun phrase.)
 _RELATIVE = re.compile(r"§\s+(?:is|was)\s+(?:the|a|an)\s+[a-z -]*[a-z](?<!\bat)(?<!\bin)(?<!\bof)(?<!\bfor)"
                        r"(?<!\bwith)(?<!\bon)(?<!\bby)\s+§")
@@ -475,7 +476,7 @@ _AFTER_POSSESSIVE = re.compile(r"'s\s+(?:[a-z-]+\s+)+")  # "X's new team lead": 
 _LINKING = frozenset("""moved switched located situated holds holding answers joined hired relocated transferred
     changed upgraded downgraded promoted elected stays staying sits living registered chose chosen picked
     selected succeeded succeeds replaced replacing given gets got received numbers totals runs held business
-    operations""".split())
+    operations left quit""".split())
 _AUXILIARIES = frozenset("does do did doesn't don't didn't will would can could may might should must shall "
                          "isn't wasn't".split())
 

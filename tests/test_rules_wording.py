@@ -130,3 +130,22 @@ def test_over_and_under_are_other_qualifiers():
                    "The delivery fee for orders over 30 euros is 0 euros.") != "contradiction_fork"
     assert aligned("The delivery fee for orders under 30 euros is 3.99 euros.",
                    "The delivery fee for orders under 30 euros is now 4.49 euros.") == "contradiction_fork"
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Vera Quist works at Lindgren Bank.", "Vera Quist used to work at Osprey Capital."),
+    ("Vera Quist's car is a Saab.", "Vera Quist's first car was a Lada."),
+    ("The CFO of Osprey Capital is Vera Quist.", "The CFO of Osprey Capital in 2012 was Ivan Dale."),
+    ("Vera Quist volunteers at the Harbour Kitchen.", "Vera Quist volunteers at the City Zoo."),
+    ("Osprey Capital partners with Fjord Bank.", "Osprey Capital partners with Nordea."),
+    ("Vera Quist's yoga class is at 18:00 on Mondays.", "Vera Quist's yoga class is at 19:30 on Thursdays."),
+])
+def test_the_past_values_of_many_and_other_qualifiers_correct_nothing(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork"
+
+
+def test_a_predecessor_named_beside_the_new_value_does_not_hide_the_correction():
+    old = extract("The CFO of Osprey Capital is Vera Quist, who joined with Tom Lake.")
+    new = extract("Ivan Dale replaced Vera Quist as CFO of Osprey Capital.")
+    assert compare(old, new) == "contradiction_fork"

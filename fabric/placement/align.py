@@ -208,7 +208,8 @@ _WHEN = re.compile(r"\b(?:from|starting|beginning|as of|effective)\s+(?:next|thi
 _MANY = re.compile(r"\b(?:visited|visits|(?:has|have) been to"
                    r"|speaks|speak|plays|play|collects|owns|includes?|available on|member of"
                    r"|ha(?:s|ve) an? (?![\w-]+ (?:named|called)\b)"  # but "has a dog named Ziggy": its name
-                   r"|supports|offers|serves|sells|stocks|attends?|friends with)\b")
+                   r"|supports|offers|serves|sells|stocks|attends?|friends with"
+                   r"|volunteers?|partners? with|collaborates? with|works? with|donates? to)\b")
 _ALSO = re.compile(r"\b(?:also|another|too|as well|additional)\b")  # said outright: one more value
 _NEGATION = re.compile(r"\b(?:not(?! (?:far|only|just|least|bad|unlike)\b)|no longer|never|none|neither|nor|without)\b"
                        r"|n't\b")
@@ -430,6 +431,14 @@ _GONE_BEFORE = re.compile(r"\b(?:(?:moved|switched|changed|upgraded|downgraded|m
                           r"|left|quit|(?:traded|swapped|exchanged)(?:\s+(?:his|her|their|its|our|my|the))?)\s+$")
 _GONE_AFTER = re.compile(r"\s+(?:has\s+)?(?:stepped down|steps down|resigned|retired|departed|was replaced"
                          r"|was succeeded|left\b(?!\s+[a-z]))")
+
+
+_PAST_MARK = re.compile(r"\b(?:used to|formerly|previously|former|ex-|back then|in the past|years ago)"
+                        r"|(?:'s|\b(?:her|his|their|its|my|our|your)) (?:first|previous|prior|earlier)\b")
+
+
+def _told_as_past(text: str) -> bool:
+    return _PAST_MARK.search(text) is not None
 
 
 def _superseded(r: Reading) -> set[str]:
@@ -666,6 +675,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
         return Aligned("separate", "no shared name")
     if old.negated != new.negated:
         return Aligned("separate", "one side negates")
+    if _told_as_past(old.text) != _told_as_past(new.text):
+        return Aligned("separate", "one side tells the past")  # "used to work at Repsol" corrects nothing
     if (old.event or new.event) and a.kind == "name" and not version:
         return Aligned("separate", "an event, not a state: each is a fact of its own")
     if len(old.anchors) > 2 and a.kind == "name" and not version:

@@ -427,13 +427,17 @@ _RELATIONAL_NOUN = re.compile(
     # "X has a new principal, Y", "X got a new coach: Y"
     rf"|§\s+(?:has|have|got|gets)\s+(?:a|an|its|his|her|their)\s+(?P<appos>{_NOUN[1:-1]})\s*[,:–—-]\s*"
     rf"(?:(?:mr|mrs|ms|mx|dr|prof)\s+)?§")
-_ADJECTIVES = frozenset("""new current former latest present acting interim all-time longtime long-time own first
+# ("first", "second": an ordinal names another one: "X's first car" is not X's car.)
+_ADJECTIVES = frozenset("""new current former latest present acting interim all-time longtime long-time own
     official main sole only""".split())
 _MULTI_NOUNS = frozenset("""friend colleague neighbour neighbor client customer member child son daughter sibling
     brother sister cousin investor partner supplier fan student employee guest visitor""".split())
 _PAST = re.compile(r"\b(?:former|formerly|previous|previously|used to|ex-\w+|once"
                    r"|(?<!has )(?<!have )(?:lived|worked|resided)|was the"
-                   r"|was based|was headquartered|was led|had been|until|back then)\b")
+                   r"|was based|was headquartered|was led|had been|until|back then)\b"
+                   # "the CEO in 2015 was ...": a year and a past copula tell what was true then
+                   r"|\b(?:in|during) (?:1[89]|20)\d\d\b[^.;]*\b(?:was|were)\b"
+                   r"|\b(?:was|were)\b[^.;]*\b(?:in|during) (?:1[89]|20)\d\d\b")
 
 
 def _covered(covered: list[tuple[int, int, str]], at: int) -> bool:
@@ -478,7 +482,7 @@ _LINKING = frozenset("""moved switched located situated holds holding answers jo
     selected succeeded succeeds replaced replacing given gets got received numbers totals runs held business
     operations left quit""".split())
 _AUXILIARIES = frozenset("does do did doesn't don't didn't will would can could may might should must shall "
-                         "isn't wasn't".split())
+                         "isn't wasn't used".split())
 
 
 # "X's top job, CEO, is held by Y": the role in X, not another entity.
@@ -664,6 +668,9 @@ def compare(old: Fact, new: Fact) -> Verdict:
         return "duplicate"
     if shared_relation(old, new) in _MULTI or old.negated or new.negated:
         return "separate"  # a second showroom is not a moved one
+    values = {old.value_key, new.value_key, name_key(old.value), name_key(new.value)}
+    if old.others - values and new.others - values and not old.others & new.others:
+        return "separate"  # other names beside it on both sides: "9:00 on Mondays" / "9:30 on Tuesdays"
     if old.period and new.period and old.period != new.period and _numeric(shared_relation(old, new)):
         return "separate"  # revenue in 2023, revenue in 2024: one figure per period
     return "contradiction_fork"

@@ -149,3 +149,34 @@ def test_a_predecessor_named_beside_the_new_value_does_not_hide_the_correction()
     old = extract("The CFO of Osprey Capital is Vera Quist, who joined with Tom Lake.")
     new = extract("Ivan Dale replaced Vera Quist as CFO of Osprey Capital.")
     assert compare(old, new) == "contradiction_fork"
+
+
+@pytest.mark.parametrize("old, new", [
+    ("The weekly sync with Dana is on Mondays.", "The sync with Dana now happens every Wednesday."),
+    ("The Kelp launch is planned for May 10.", "The Kelp launch date slipped to June 2."),
+    ("Birch Ltd pays $300 per month for Notion.", "Birch Ltd's Notion bill is now $420 a month."),
+    ("Birch Ltd has 40 staff.", "Birch Ltd grew to 55 employees."),
+    ("Sol Reyes's birthday is on 3 March.", "Actually Sol Reyes's birthday is March 13."),
+    ("The Birch Ltd team uses Jira for tickets.", "The Birch Ltd team switched from Jira to Linear for tickets."),
+    ("the support team uses Jira for tickets", "the support team switched from Jira to Linear for tickets"),
+    ("Birch Ltd's CEO is Anna Berg.", "birch ltd's ceo is omar nasser"),
+    ("Greta Holm lives in Aarhus.", "greta holm lives in odense now"),
+    ("The office wifi password is Owl-2231.", "New office wifi password: Finch-9902."),
+])
+def test_restated_in_other_words_or_in_lower_case_is_a_correction(rules, embedder, old, new):
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "contradiction_fork" and target == old
+
+
+@pytest.mark.parametrize("old, new", [
+    ("The weekly sync with Dana is on Mondays.", "The monthly sync with Dana is on Wednesdays."),
+    ("Birch Ltd pays $300 per month for Notion.", "Birch Ltd pays $90 per month for Zoom."),
+    ("the support team uses Jira for tickets", "the sales team switched from Jira to Linear for tickets"),
+    ("greta holm lives in aarhus", "greta holm's sister lives in odense"),
+    ("greta holm lives in aarhus", "greta holm works in odense"),
+    ("A good dentist in town is Dr. Ali.", "A good dentist in town is Dr. Holt."),
+    ("Tom Lake owns the payments roadmap.", "Ana Ruiz owns the payments roadmap."),
+])
+def test_lower_case_and_reworded_traps_stay_apart(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork"

@@ -215,12 +215,20 @@ _NEGATION = re.compile(r"\b(?:not(?! (?:far|only|just|least|bad|unlike)\b)|no lo
                        r"|n't\b")
 # One attribute in other words: stems mapped to one word before relation words are compared.
 _SAME_WORD = {"due": "deadlin", "resident": "population", "inhabitant": "population", "populat": "population",
-              "fee": "price", "cost": "price", "charg": "price", "pric": "price", "deliv": "ship", "shipp": "ship"}
+              "fee": "price", "cost": "price", "charg": "price", "pric": "price", "deliv": "ship", "shipp": "ship",
+              "bill": "price", "pay": "price", "paid": "price", "employ": "staff", "worker": "staff"}
 # Verbs that only say an event is scheduled ("happens on", "takes place on", "we hold it on"): no attribute.
-_SCHEDULED = re.compile(r"\b(?:(?:takes?|took|taking|taken) place|happens?|happened|happening|occurs?|occurred"
+_SCHEDULED = re.compile(r"\b(?:(?:takes?|took|taking|taken) place|(?:planned|scheduled|slated|expected|set) (?=for|on)"
+                        r"|happens?|happened|happening|occurs?|occurred"
                         r"|(?<!on )(?:holds?|held))\b")
+_SCHEDULE_WORDS = frozenset("happen happens happened happening occur occurs occurred planned scheduled slated "
+                            "expected".split())
 # Words a money value implies: "the shipping fee is €4.99" / "orders ship for €6.50".
 _PRICE_WORDS = frozenset({"price"})
+_DATE_WORDS = frozenset({"dat"})  # "the launch date" / "the launch": said by a date value
+
+
+_WEEKDAY = re.compile(r"(?:mon|tues|wednes|thurs|fri|satur|sun)day")
 
 
 def word_key(word: str) -> str:
@@ -332,7 +340,7 @@ def _unit(text: str, span: Span) -> str | None:
     word = m.group().strip()
     if stem(word) in _DIMENSIONS:  # "4 days" ("days" is also a word of change: "these days")
         return stem(word)
-    return None if word in _STOP or word in _CHANGE else stem(word)
+    return None if word in _STOP or word in _CHANGE else word_key(word)
 
 
 _CALENDAR = re.compile(r"\b(?:(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?|January|February|March|April|May|June|July"
@@ -441,6 +449,14 @@ def _told_as_past(text: str) -> bool:
     return _PAST_MARK.search(text) is not None
 
 
+def _stated_last(r: Reading, value: Anchor) -> bool:
+    """Is this the sentence's only name, ending it after "is" or a colon, in a definite statement ("the office
+    wifi password is X", not "a good dentist is X")?"""
+    return len(r.anchors) == 1 and not r.text[value.end:].strip(" .!") \
+        and re.search(r"(?:\b(?:is|are|remains)|:)\s*$", r.text[:value.start]) is not None \
+        and re.match(r"\s*(?:an?|one|some|another)\b", r.text) is None
+
+
 def _superseded(r: Reading) -> set[str]:
     return {a.key for a in r.anchors
             if _GONE_BEFORE.search(r.text[:a.start]) or _GONE_AFTER.match(r.text[a.end:])}
@@ -468,7 +484,7 @@ def _tokens(r: Reading, shared: set[str]) -> list[str]:
         out.append("X" if a.key in shared else "Y")
         at = a.end
     out += _WORD.findall(r.text[at:])
-    return [w for w in out if w not in _CHANGE]
+    return [w for w in out if w not in _CHANGE and w not in _SCHEDULE_WORDS]
 
 
 def _phrase(r: Reading, shared: set[str], content: bool = True) -> str:
@@ -477,7 +493,8 @@ def _phrase(r: Reading, shared: set[str], content: bool = True) -> str:
     return " ".join(w for w in _tokens(r, shared) if not content or w not in _STOP)
 
 
-def _swap(old: Reading, new: Reading, shared: set[str]) -> tuple[str, bool] | None:
+def _swap(old: Reading, new: Reading, shared: set[str], implied: frozenset[str] = frozenset()
+          ) -> tuple[str, bool] | None:
     """The same frame with one content word (or two) swapped for another. Returns the swap and whether it
     names another thing: a modifier of the same noun ("a day pass" / "a monthly pass", "shoe size" /
     "glove size") or the noun itself ("X's parrot is called" / "X's tortoise is called") -- another
@@ -489,6 +506,7 @@ def _swap(old: Reading, new: Reading, shared: set[str]) -> tuple[str, bool] | No
         return None
     _, i1, i2, j1, j2 = ops[0]
     gone, came = [w for w in a[i1:i2] if w not in _STOP], [w for w in b[j1:j2] if w not in _STOP]
+    gone, came = [w for w in gone if word_key(w) not in implied], [w for w in came if word_key(w) not in implied]
     if not gone or not came or len(gone) > 2 or len(came) > 2 \
             or {word_key(w) for w in gone} == {word_key(w) for w in came}:
         return None
@@ -663,15 +681,23 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
                        veto=True)
     if a.unit and b.unit and _dimension(a.unit) != _dimension(b.unit):  # "8 engineers" / "3 designers"
         return Aligned("separate", f"another unit ({a.unit} / {b.unit})", veto="money" in (a.unit, b.unit))
-    if a.unit == b.unit == "money":  # a price either way
-        only_old, only_new = only_old - _PRICE_WORDS, only_new - _PRICE_WORDS
+    implied = (_PRICE_WORDS if a.unit == b.unit == "money" else frozenset()) \
+        | (_DATE_WORDS if a.kind == b.kind == "date" else frozenset())  # a price, a date either way
+    only_old, only_new = only_old - implied, only_new - implied
+    if _WEEKDAY.match(a.key) and _WEEKDAY.match(b.key):  # "weekly ... on Tuesdays" / "every Thursday"
+        only_old, only_new = only_old - {"week"}, only_new - {"week"}
     version = a.kind == "name" and _version(a, b)
     if a.kind == "name" and not version and set(a.key.split()) & set(b.key.split()) \
             and old.anchors.index(a) == 0 and new.anchors.index(b) == 0:
         return Aligned("separate", f"another subject ({a.key} / {b.key})")  # name twins
     if a.kind == "name" and shared and all(x.kind != "name" for x in old.anchors if x.key in shared):
         return Aligned("separate", "only a number or time is shared: another subject")
-    if not shared and not (a.kind != "name" or version) or not shared and len(wo & wn) < 2:
+    if not shared and len(wo & wn) >= 2 and not only_old and not only_new and _stated_last(old, a) \
+            and _stated_last(new, b):  # "the office wifi password is X" / "new office wifi password: Y"
+        return Aligned("contradiction_fork", "the same words in lower case, another value ending them", "",
+                       canonical(old_text)[a.start:a.end], canonical(new_text)[b.start:b.end],
+                       relation_name(old, shared))
+    if not shared and not (a.kind != "name" or version or gone and not only_new) or not shared and len(wo & wn) < 2:
         return Aligned("separate", "no shared name")
     if old.negated != new.negated:
         return Aligned("separate", "one side negates")
@@ -683,7 +709,7 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
         return Aligned("separate", "one of several names changed")
     if (old.many or new.many or new.also) and a.kind == "name" and not version:
         return Aligned("separate", "a relation of many values", veto=new.also)
-    swapped = _swap(old, new, shared)
+    swapped = _swap(old, new, shared, implied)
     if swapped:  # another noun: another attribute; another predicate: maybe a rewording, but unsure
         return Aligned("separate", f"another {'attribute' if swapped[1] else 'predicate'} in the same frame "
                                    f"({swapped[0]})", veto=swapped[1])

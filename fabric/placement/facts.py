@@ -161,7 +161,7 @@ _COMMON = frozenset("""the a an this that these those our their his her its my y
     before today now currently yesterday recently lately nowadays home billing favourite favorite head when
     according update correction note per following effective starting also both every each all no not there it she
     he they we for of by with to where who which what new old former latest current main chief you i we ask call contact
-    email please remember fyi reach dial""".split())
+    email please remember fyi reach dial actually btw ps oh okay ok reminder heads-up oops sorry""".split())
 _SENTENCE_PUNCT = frozenset(':;.!?"“(—–-')
 _TITLES = frozenset("""ceo cfo cto coo cmo chief executive officer dr mr mrs ms prof president chair chairman
     chairwoman director manager founder head hq vp""".split())
@@ -304,12 +304,18 @@ def names(text: str) -> tuple[Span, ...]:
 
 def _tail_value(text: str) -> Span | None:
     """A value in lower case that ends the sentence after "is": "Emma's favourite colour is blue"."""
-    m = _TAIL.search(text)
+    m = _TAIL.search(text) or (_TAIL_LOWER.search(text) if not _CAPITAL.search(text) else None)
     if m is None or m.group(1).casefold() in _STOP:
         return None
     return Span(m.start(1), m.end(1), m.group(1), " ".join(m.group(1).casefold().split()), False, False)
 
 
+# A sentence in lower case throughout ("greta holm lives in odense now"): its casing tells no name from a word,
+# so the words ending it after a preposition are its value too.
+_CAPITAL = re.compile(r"[A-Z]")
+_TAIL_LOWER = re.compile(r"\b(?:in|at|for|to|by|with)\s+(?:the\s+)?"
+                         r"([a-z][\w-]*(?:\s+(?!now\b|again\b|too\b|today\b)[a-z][\w-]*)?)"
+                         r"(?:\s+(?:now|again|these days|nowadays|today))?\s*[.!]?\s*$")
 _TAIL = re.compile(r"\b(?:is|are|remains|became|becomes)\s+(?:now\s+)?(?:the\s+|a\s+|an\s+)?"
                    r"([a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s*[.!]?\s*$")
 
@@ -480,7 +486,7 @@ _AFTER_POSSESSIVE = re.compile(r"'s\s+(?:[a-z-]+\s+)+")  # "X's new team lead": 
 _LINKING = frozenset("""moved switched located situated holds holding answers joined hired relocated transferred
     changed upgraded downgraded promoted elected stays staying sits living registered chose chosen picked
     selected succeeded succeeds replaced replacing given gets got received numbers totals runs held business
-    operations left quit""".split())
+    operations left quit grew rose fell dropped increased decreased climbed shrank jumped went""".split())
 _AUXILIARIES = frozenset("does do did doesn't don't didn't will would can could may might should must shall "
                          "isn't wasn't used".split())
 
@@ -606,7 +612,9 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
     return Fact(subject=f"{subject.text}'s {whose}" if whose else subject.text, relation=_name(rels, subject_key),
                 relations=frozenset(r.name for r in rels), value=value.text, subject_key=subject_key,
                 value_key=value_key(value.text), negated=_NEGATION.search(masked) is not None,
-                past=_PAST.search(masked, 0, limit) is not None, tail=value is tail, loose=loose, others=others,
+                past=_PAST.search(masked, 0, limit) is not None,
+                tail=value is tail and _CAPITAL.search(text) is not None,  # (all lower case: casing tells nothing)
+                loose=loose, others=others,
                 detail=detail, period=frozenset(_PERIOD.findall(text)),
                 lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"))
 

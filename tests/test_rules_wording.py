@@ -180,3 +180,28 @@ def test_restated_in_other_words_or_in_lower_case_is_a_correction(rules, embedde
 def test_lower_case_and_reworded_traps_stay_apart(rules, embedder, old, new):
     d, _ = decide(rules, embedder, old, new, pregated=True)
     assert d.kind != "contradiction_fork"
+
+
+def test_other_qualifiers_of_the_priced_thing_are_another_fact(rules, embedder):
+    for old, new in [("A single class at Lotus Yoga costs 14 euros.", "A ten-class card at Lotus Yoga costs 110 euros."),
+                     ("Mia Holt's job title is Product Lead.", "Mia Holt's manager's title is VP Product.")]:
+        d, _ = decide(rules, embedder, old, new, pregated=True)
+        assert d.kind != "contradiction_fork", new
+    # words describing the value itself are part of the value, not a qualifier
+    d, target = decide(rules, embedder, "Odile Fray drives a blue Saab.", "Odile Fray's car is now a grey Kia.",
+                       pregated=True)
+    assert d.kind == "contradiction_fork"
+
+
+def test_a_double_possessive_names_the_other_person():
+    fact = extract("Mia Holt's manager's title is VP Product.")
+    assert fact.subject == "Mia Holt's manager"
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Project Wren is written in Go.", "Wren is implemented in Golang."),
+    ("The Wren API is coded in TypeScript.", "The Wren API is written in TS."),
+])
+def test_aliases_and_synonyms_of_a_stack_are_one_fact(rules, embedder, old, new):
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "duplicate" and target == old

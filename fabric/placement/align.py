@@ -216,7 +216,8 @@ _NEGATION = re.compile(r"\b(?:not(?! (?:far|only|just|least|bad|unlike)\b)|no lo
 # One attribute in other words: stems mapped to one word before relation words are compared.
 _SAME_WORD = {"due": "deadlin", "resident": "population", "inhabitant": "population", "populat": "population",
               "fee": "price", "cost": "price", "charg": "price", "pric": "price", "deliv": "ship", "shipp": "ship",
-              "bill": "price", "pay": "price", "paid": "price", "employ": "staff", "worker": "staff"}
+              "bill": "price", "pay": "price", "paid": "price", "employ": "staff", "worker": "staff",
+              "annual": "year", "written": "writ", "implement": "writ", "cod": "writ"}
 # Verbs that only say an event is scheduled ("happens on", "takes place on", "we hold it on"): no attribute.
 _SCHEDULED = re.compile(r"\b(?:(?:takes?|took|taking|taken) place|(?:planned|scheduled|slated|expected|set) (?=for|on)"
                         r"|happens?|happened|happening|occurs?|occurred"

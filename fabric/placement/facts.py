@@ -215,6 +215,7 @@ class Fact:
     others: frozenset[str]         # names in the sentence besides the subject and the value
     detail: frozenset[str]         # content words besides the names and the relation's words
     period: frozenset[str] = frozenset()  # years the sentence names, but for "since 2020" and the like
+    qualifiers: frozenset[str] = frozenset()  # the detail words but those describing the value ("a blue Volvo")
 
 
 _NUMBER = re.compile(r"[$€£]?\s*(\d[\d,]*(?:\.\d+)?)\s*((?:thousand|million|billion|mn|bn|k|m|b)?)\.?"
@@ -358,10 +359,15 @@ def name_key(raw: str) -> str:
     "+44 7700 900123"); a leading generic noun dropped ("Project Falcon" = "Falcon")."""
     if re.fullmatch(r"\+?\d[\d -]{5,}\d", raw) and len(re.sub(r"\D", "", raw)) >= 7:
         return re.sub(r"\D", "", raw)
-    words_ = normalise(raw).split()
+    words_ = [_ALIASES.get(w, w) for w in normalise(raw).split()]
     if len(words_) > 1 and words_[0] in _GENERIC_HEAD:
         words_ = words_[1:]
     return " ".join(words_)
+
+
+# One name, two spellings people use interchangeably ("Golang" is Go, "Postgres" is PostgreSQL).
+_ALIASES = {"golang": "go", "postgres": "postgresql", "k8s": "kubernetes", "js": "javascript", "nodejs": "node",
+            "ts": "typescript", "mssql": "sql server", "gcp": "google cloud", "nyc": "new york"}
 
 
 def _project(text: str, own: tuple[Span, ...], other: tuple[Span, ...]) -> tuple[Span, ...]:
@@ -500,6 +506,8 @@ def _whose(masked: str, subject: Span, at: int, covered: list[tuple[int, int, st
     "the sister of Amara lives in ..." too. Returns "" or the noun ("sister")."""
     if subject.possessive:
         for m in re.finditer(r"§|[a-z][a-z'-]*", masked[at + 3:]):
+            if m.group().endswith("'s") and m.group() != "'s":
+                return m.group()[:-2]  # "Jude's manager's title": the manager's
             if m.group() == "§" or _covered(covered, at + 3 + m.start()):
                 return ""
             if m.group() not in _STOP and m.group() not in _ADJECTIVES and m.group() not in _ROLE_WORDS:
@@ -609,13 +617,20 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
     detail = frozenset(m.group() for m in re.finditer(r"[a-z][a-z'-]+", masked)
                        if m.group() not in _STOP and m.group() not in _MONTHS and m.group() not in _TITLES
                        and not _covered(covered, m.start()))
+    vpos = pos[spans.index(value)]
+    described = re.search(r"((?:[a-z][a-z'-]+\s+){1,2})$", masked[:vpos])  # "a blue Volvo", "a grey Tesla"
+    of_value = frozenset(described.group(1).split()) if described else frozenset()
+    # in the clause holding the fact, not verbs of change: "replaced X as CFO", "who joined with Y"
+    qualifiers = frozenset(m.group() for m in re.finditer(r"[a-z][a-z'-]+", masked[:limit])
+                           if m.group() in detail and m.group() not in of_value and m.group() not in _LINKING
+                           and m.group() not in _AUXILIARIES)
     return Fact(subject=f"{subject.text}'s {whose}" if whose else subject.text, relation=_name(rels, subject_key),
                 relations=frozenset(r.name for r in rels), value=value.text, subject_key=subject_key,
                 value_key=value_key(value.text), negated=_NEGATION.search(masked) is not None,
                 past=_PAST.search(masked, 0, limit) is not None,
                 tail=value is tail and _CAPITAL.search(text) is not None,  # (all lower case: casing tells nothing)
                 loose=loose, others=others,
-                detail=detail, period=frozenset(_PERIOD.findall(text)),
+                detail=detail, period=frozenset(_PERIOD.findall(text)), qualifiers=qualifiers,
                 lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"))
 
 
@@ -676,6 +691,8 @@ def compare(old: Fact, new: Fact) -> Verdict:
         return "duplicate"
     if shared_relation(old, new) in _MULTI or old.negated or new.negated:
         return "separate"  # a second showroom is not a moved one
+    if old.qualifiers - new.qualifiers and new.qualifiers - old.qualifiers:
+        return "separate"  # another thing qualified: "a single class costs ..." / "a 10-class card costs ..."
     values = {old.value_key, new.value_key, name_key(old.value), name_key(new.value)}
     if old.others - values and new.others - values and not old.others & new.others:
         return "separate"  # other names beside it on both sides: "9:00 on Mondays" / "9:30 on Tuesdays"

@@ -183,7 +183,8 @@ def test_lower_case_and_reworded_traps_stay_apart(rules, embedder, old, new):
 
 
 def test_other_qualifiers_of_the_priced_thing_are_another_fact(rules, embedder):
-    for old, new in [("A single class at Lotus Yoga costs 14 euros.", "A ten-class card at Lotus Yoga costs 110 euros."),
+    for old, new in [("A single class at Lotus Yoga costs 14 euros.",
+                      "A ten-class card at Lotus Yoga costs 110 euros."),
                      ("Mia Holt's job title is Product Lead.", "Mia Holt's manager's title is VP Product.")]:
         d, _ = decide(rules, embedder, old, new, pregated=True)
         assert d.kind != "contradiction_fork", new

@@ -206,3 +206,25 @@ def test_a_double_possessive_names_the_other_person():
 def test_aliases_and_synonyms_of_a_stack_are_one_fact(rules, embedder, old, new):
     d, target = decide(rules, embedder, old, new, pregated=True)
     assert d.kind == "duplicate" and target == old
+
+
+@pytest.mark.parametrize("old, new, kind", [
+    ("Noor Haddad is on the Billing team.", "Noor Haddad moved to the Fraud team.", "contradiction_fork"),
+    ("Noor Haddad works on the Billing team.", "Noor Haddad is now part of the Fraud team.", "contradiction_fork"),
+    ("noor haddad works on the billing team.", "Noor Haddad is a member of the Billing team.", "duplicate"),
+])
+def test_the_team_someone_is_on_is_one_fact(rules, embedder, old, new, kind):
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == kind and target == old
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Noor Haddad works at Klarna.", "Noor Haddad joined the Fraud team."),       # a team is no employer
+    ("Noor Haddad lives in Malmo.", "Noor Haddad moved to the Fraud team."),       # ... and no home
+    ("Noor Haddad is on the Billing team.", "Noor Haddad also joined the Fraud team."),
+    ("Noor Haddad is on the Billing team.", "Noor Haddad leads the Fraud team."),
+    ("Noor Haddad is on the Billing team.", "Noor Haddad's husband is on the Fraud team."),
+])
+def test_team_traps_stay_apart(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork"

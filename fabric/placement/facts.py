@@ -58,6 +58,9 @@ _LEADS = (r"\b(?:leads|heads|runs|running)\b"
           r"(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an|its business|its operations)\b)")
 
 
+_TEAM_NOUN = r"(?:team|squad|department|dept)\b"
+_NOT_TEAM = r"(?!\s+(?:the\s+)?§\s+" + _TEAM_NOUN + ")"  # "joined the § team" is no employer, "moved to" no home
+
 # Order matters only for naming: the first group two sentences share names their attribute.
 RELATIONS: tuple[Relation, ...] = (
     _rel("ceo", r"\bchief executive(?: officer)?\b|\bceo\b|\bled\b|\bhelms?\b|\bat the helm\b|\bheaded\b|\brun by\b"
@@ -66,6 +69,9 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("cfo", r"\bchief financial officer\b|\bcfo\b|\bfinance chief\b|\bhead of finance\b"),
     _rel("cto", r"\bchief technology officer\b|\bcto\b|\bchief technical officer\b"),
     _rel("chair", r"\bchair(?:s|man|woman|person)?\b|\bchaired by\b", r"\bchairs\b"),
+    # "is on the Payments team", "moved to the Search team": the team is the value ("§ team")
+    _rel("team_member", r"\b(?:works?|working|worked|is|are|sits?|member|part|moved|transferred|switched|joined"
+                        r"|belongs?)(?: (?:on|in|of|to|with))?\s+(?:the\s+)?§\s+" + _TEAM_NOUN),
     _rel("headquarters", r"\bheadquarter(?:s|ed)\b|\bhead office\b|\bhq\b|\bhead-quartered\b|\bmain office\b"
                          r"|\bbased (?:in|out of)\b|\bhome base\b"),
     # "home" alone also means a house ("worked from home in Porto"): only as the place someone lives.
@@ -73,9 +79,9 @@ RELATIONS: tuple[Relation, ...] = (
                       r"|(?<!from )\bhome (?:for|of|to|is|in|city|town)\b|\bresident\b|(?<!mail )\baddress\b"
                       r"|(?:'s|\bher|\bhis|\btheir) city\b|(?:\b(?:a|new|her|his|their)|'s) home\b"
                       r"|\bcalls? § home\b"
-                      r"|\bmoved to\b|\brelocated to\b|\bsettled in\b|\bbased (?:in|out of)\b"),
+                      r"|\bmoved to\b" + _NOT_TEAM + r"|\brelocated to\b|\bsettled in\b|\bbased (?:in|out of)\b"),
     _rel("employer", r"\bwork(?:s|ed)? (?:at|for)\b|\bworking (?:at|for)\b|\bemployed (?:by|at)\b|\bemployer\b"
-                     r"|\bjob (?:at|with)\b|\bemploys\b|\bhired\b|\bjoined\b|\bon the payroll of\b"
+                     r"|\bjob (?:at|with)\b|\bemploys\b|\bhired\b|\bjoined\b" + _NOT_TEAM + r"|\bon the payroll of\b"
                      r"|\bemployee (?:of|at)\b|\bis an? (?:[a-z-]+ ){1,2}at\b",
          r"\bemploys\b|\bhired\b(?! by)"),
     _rel("lead", r"\blead\b|\bled by\b|\bheaded by\b|\bin charge of\b|\brun by\b|" + _LEADS, _LEADS),
@@ -105,7 +111,8 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("investors", r"\binvest(?:or|ors|ed in|s in)\b|\bbacked by\b|\bbacks\b", multi=True),
     _rel("car", r"\bdrives\b|(?:\b(?:her|his|their)|'s) car\b|\bcar is\b"),
     _rel("team", r"\bplays for\b|\bsigned (?:with|for)\b"),
-    _rel("work_location", r"\bworks? (?:from|out of|in)\b|\bdesk\b|\bsits in\b|\bbased at\b|\bworkplace\b"),
+    _rel("work_location", r"\bworks? (?:from|out of|in)\b" + _NOT_TEAM
+         + r"|\bdesk\b|\bsits in\b|\bbased at\b|\bworkplace\b"),
     _rel("email", r"\be-?mail(?: address)?\b|\bwrite to\b", numeric=None),
     _rel("deadline", r"\bdeadline\b|\bdue\b"
                  r"|\b(?:ship|deliver|finish|complete|be done|submit|hand in|wrap up)(?:ped|ed|d)? by\b",
@@ -181,7 +188,7 @@ _PREDECESSOR = re.compile(r"\b(?:succeed(?:ed|s|ing)?|replac(?:ed|es|ing)|took o
                           r"|left|quit)\s+$")
 # ("X is an engineer at Y" is no relative clause: a preposition ends the noun phrase.)
 _RELATIVE = re.compile(r"§\s+(?:is|was)\s+(?:the|a|an)\s+[a-z -]*[a-z](?<!\bat)(?<!\bin)(?<!\bof)(?<!\bfor)"
-                       r"(?<!\bwith)(?<!\bon)(?<!\bby)\s+§")
+                       r"(?<!\bwith)(?<!\bon)(?<!\bby)(?<!\bthe)(?<!\ba)(?<!\ban)\s+§")
 _AT_SUBJECT = re.compile(r"\b(?:chief executive|ceo|cfo|cto|officer|manager|head|boss|chair\w*)"
                          r"(?:\s+(?:job|role|position|post|seat))?\s+at\s*$")
 # ("not far from", "not only": no negation of the fact.)
@@ -465,7 +472,8 @@ def _modifier(masked: str, at: int, covered: list[tuple[int, int, str]]) -> bool
     if not re.search(r"\b(?:the|a|an|its|our|their|his|her|my|your|this|that)\s+$", masked[:at]):
         return False
     after = re.match(r"(?:'s)?\s+([a-z][a-z-]*)", masked[at + 1:])
-    return after is not None and after.group(1) not in _STOP and not _covered(covered, at + 1 + after.start(1))
+    return after is not None and after.group(1) not in _STOP and not _covered(covered, at + 1 + after.start(1)) \
+        and not re.fullmatch(_TEAM_NOUN, after.group(1))  # "the Search team" is named, not modified, by Search
 
 
 def _linked(masked: str, pa: int, pb: int, covered: list[tuple[int, int, str]]) -> bool:

@@ -254,6 +254,8 @@ class RuleValidator:
             if verdict == "contradiction_fork" and aligned.veto and not _relative_is_relation(c.content, write.content,
                                                                                             old, new):
                 return "separate", None
+            if verdict == "contradiction_fork" and read(write.content, c.content).also:
+                return "separate", None  # "X also joined the Search team": one more value, said outright
             if verdict == "duplicate" and adds_detail(c.content, write.content):
                 verdict = "child_update"  # ", for its soundtrack": one detail word, in a clause of its own
             return verdict, Statement.from_facts(old, new)

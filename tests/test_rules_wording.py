@@ -228,3 +228,23 @@ def test_the_team_someone_is_on_is_one_fact(rules, embedder, old, new, kind):
 def test_team_traps_stay_apart(rules, embedder, old, new):
     d, _ = decide(rules, embedder, old, new, pregated=True)
     assert d.kind != "contradiction_fork"
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Ida Moss is the owner of the Larch Street bakery.", "The Larch Street bakery's head baker is Cal Dunn."),
+    ("Project Kelp is owned by Ida Moss.", "Project Kelp's QA is owned by Cal Dunn."),
+    ("The Kelp dashboard depends on Vue 3.", "The Kelp dashboard depends on Pinia 2."),
+])
+def test_another_role_another_possessed_thing_another_dependency(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork"
+
+
+@pytest.mark.parametrize("old, new", [
+    ("The Kelp dashboard depends on Vue 2.", "The Kelp dashboard was upgraded to Vue 3."),  # a version: one value
+    ("Ida Moss heads the Kelp design team.", "The Kelp design team is now led by Cal Dunn."),  # one role, reworded
+    ("The Kelp repo uses Webpack.", "The Kelp repo switched from Webpack to Vite."),
+])
+def test_the_same_role_or_a_switched_value_is_still_a_correction(rules, embedder, old, new):
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "contradiction_fork" and target == old

@@ -209,7 +209,8 @@ _MANY = re.compile(r"\b(?:visited|visits|(?:has|have) been to"
                    r"|speaks|speak|plays|play|collects|owns|includes?|available on|member of"
                    r"|ha(?:s|ve) an? (?![\w-]+ (?:named|called)\b)"  # but "has a dog named Ziggy": its name
                    r"|supports|offers|serves|sells|stocks|attends?|friends with"
-                   r"|volunteers?|partners? with|collaborates? with|works? with|donates? to)\b")
+                   r"|volunteers?|partners? with|collaborates? with|works? with|donates? to"
+                   r"|depends? on|dependenc(?:y|ies))\b")
 _ALSO = re.compile(r"\b(?:also|another|too|as well|additional)\b")  # said outright: one more value
 _NEGATION = re.compile(r"\b(?:not(?! (?:far|only|just|least|bad|unlike)\b)|no longer|never|none|neither|nor|without)\b"
                        r"|n't\b")
@@ -448,6 +449,24 @@ _PAST_MARK = re.compile(r"\b(?:used to|formerly|previously|former|ex-|back then|
 
 def _told_as_past(text: str) -> bool:
     return _PAST_MARK.search(text) is not None
+
+
+# Roles a person holds at a place or thing; another role is another fact, however close the sentences are.
+_ROLE_GROUPS = {w: group for group, ws in {
+    "own": "owner owners owns owned ownership", "found": "founder founders founded co-founder",
+    # heading, leading, managing, directing: one role people restate in any of these words
+    "lead": "manager managers manages managed head heads headed director directors lead leads led runs",
+    "chef": "chef chefs cook", "captain": "captain", "coach": "coach coaches",
+    "president": "president", "chair": "chair chairs chaired chairman chairwoman chairperson",
+    "edit": "editor editors", "bake": "baker bakers", "principal": "principal", "mayor": "mayor",
+    "treasurer": "treasurer", "secretary": "secretary", "sponsor": "sponsor sponsors sponsored",
+    "maintain": "maintainer maintainers maintains maintained", "author": "author authors wrote written",
+    "design": "designer designers designed", "landlord": "landlord", "tenant": "tenant tenants"}.items()
+    for w in ws.split()}
+
+
+def _roles(r: Reading, shared: set[str]) -> set[str]:
+    return {_ROLE_GROUPS[w] for w in _tokens(r, shared) if w in _ROLE_GROUPS}
 
 
 def _stated_last(r: Reading, value: Anchor) -> bool:
@@ -708,12 +727,15 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
         return Aligned("separate", "an event, not a state: each is a fact of its own")
     if len(old.anchors) > 2 and a.kind == "name" and not version:
         return Aligned("separate", "one of several names changed")
-    if (old.many or new.many or new.also) and a.kind == "name" and not version:
+    if (old.many or new.many or new.also) and a.kind == "name" and not version and not gone:
         return Aligned("separate", "a relation of many values", veto=new.also)
     swapped = _swap(old, new, shared, implied)
     if swapped:  # another noun: another attribute; another predicate: maybe a rewording, but unsure
         return Aligned("separate", f"another {'attribute' if swapped[1] else 'predicate'} in the same frame "
                                    f"({swapped[0]})", veto=swapped[1])
+    roles_old, roles_new = _roles(old, shared), _roles(new, shared)
+    if roles_old and roles_new and not roles_old & roles_new:  # "the owner of X" / "X's head baker"
+        return Aligned("separate", f"another role ({' '.join(sorted(roles_old))} / {' '.join(sorted(roles_new))})")
     qualifier = _qualified(old, new, shared)
     if qualifier:
         return Aligned("separate", f"a qualifier on one side only ({qualifier})", veto=True)

@@ -620,6 +620,12 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
     if not rels:
         return None
     whose = _whose(masked, subject, pos[spans.index(subject)], covered)
+    owned = next((sp for sp in spans if subject.possessive and re.fullmatch(r"['’]s?\s+", text[subject.end:sp.start])),
+                 None)  # "Project Atlas's QA is owned by ...": the sentence is about Atlas's QA
+    if owned is value:
+        return None
+    if owned is not None:
+        whose = owned.key
     subject_key = f"{subject.key} / {whose}" if whose else subject.key
     others = frozenset(sp.key for sp in spans if sp is not subject and sp is not value) | modifiers
     detail = frozenset(m.group() for m in re.finditer(r"[a-z][a-z'-]+", masked)

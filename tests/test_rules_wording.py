@@ -248,3 +248,19 @@ def test_another_role_another_possessed_thing_another_dependency(rules, embedder
 def test_the_same_role_or_a_switched_value_is_still_a_correction(rules, embedder, old, new):
     d, target = decide(rules, embedder, old, new, pregated=True)
     assert d.kind == "contradiction_fork" and target == old
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Tickets to the Kelp museum cost 12 euros.", "Parking at the Kelp museum costs 4 euros."),
+    ("The 22 bus runs every 10 minutes.", "The 22 bus takes 35 minutes to reach the harbour."),
+    ("The Kelp museum is on Elm Road.", "The Kelp museum's archive is on Birch Lane."),
+])
+def test_another_thing_priced_a_frequency_or_a_part_of_the_subject_stays_apart(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork"
+
+
+def test_a_frequency_restated_is_still_a_correction(rules, embedder):
+    old = "The shuttle from the Kelp hotel leaves every fifteen minutes."
+    d, target = decide(rules, embedder, old, "The Kelp hotel's shuttle now leaves every 25 minutes.", pregated=True)
+    assert d.kind == "contradiction_fork" and target == old

@@ -469,6 +469,10 @@ def _roles(r: Reading, shared: set[str]) -> set[str]:
     return {_ROLE_GROUPS[w] for w in _tokens(r, shared) if w in _ROLE_GROUPS}
 
 
+def _every(r: Reading, value: Anchor) -> bool:
+    return re.search(r"\b(?:every|each)\s+$", r.text[:value.start]) is not None
+
+
 def _stated_last(r: Reading, value: Anchor) -> bool:
     """Is this the sentence's only name, ending it after "is" or a colon, in a definite statement ("the office
     wifi password is X", not "a good dentist is X")?"""
@@ -504,6 +508,7 @@ def _tokens(r: Reading, shared: set[str]) -> list[str]:
         out.append("X" if a.key in shared else "Y")
         at = a.end
     out += _WORD.findall(r.text[at:])
+    out = [w.removesuffix("'s") if len(w) > 3 else w for w in out]  # "the museum's archive": the museum, then archive
     return [w for w in out if w not in _CHANGE and w not in _SCHEDULE_WORDS]
 
 
@@ -704,6 +709,10 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     implied = (_PRICE_WORDS if a.unit == b.unit == "money" else frozenset()) \
         | (_DATE_WORDS if a.kind == b.kind == "date" else frozenset())  # a price, a date either way
     only_old, only_new = only_old - implied, only_new - implied
+    if a.unit == b.unit == "money" and only_old and only_new:  # "tickets to X cost" / "parking at X costs"
+        return Aligned("separate", f"another thing priced ({' '.join(sorted(only_old))} / {' '.join(sorted(only_new))})")
+    if a.kind == b.kind == "number" and _every(old, a) != _every(new, b):  # "every 10 minutes" / "takes 35 minutes"
+        return Aligned("separate", "a frequency on one side only")
     if _WEEKDAY.match(a.key) and _WEEKDAY.match(b.key):  # "weekly ... on Tuesdays" / "every Thursday"
         only_old, only_new = only_old - {"week"}, only_new - {"week"}
     version = a.kind == "name" and _version(a, b)

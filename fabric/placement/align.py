@@ -710,7 +710,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
         | (_DATE_WORDS if a.kind == b.kind == "date" else frozenset())  # a price, a date either way
     only_old, only_new = only_old - implied, only_new - implied
     if a.unit == b.unit == "money" and only_old and only_new:  # "tickets to X cost" / "parking at X costs"
-        return Aligned("separate", f"another thing priced ({' '.join(sorted(only_old))} / {' '.join(sorted(only_new))})")
+        return Aligned("separate", f"another thing priced ({' '.join(sorted(only_old))} / "
+                                   f"{' '.join(sorted(only_new))})")
     if a.kind == b.kind == "number" and _every(old, a) != _every(new, b):  # "every 10 minutes" / "takes 35 minutes"
         return Aligned("separate", "a frequency on one side only")
     if _WEEKDAY.match(a.key) and _WEEKDAY.match(b.key):  # "weekly ... on Tuesdays" / "every Thursday"

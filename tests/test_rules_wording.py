@@ -264,3 +264,21 @@ def test_a_frequency_restated_is_still_a_correction(rules, embedder):
     old = "The shuttle from the Kelp hotel leaves every fifteen minutes."
     d, target = decide(rules, embedder, old, "The Kelp hotel's shuttle now leaves every 25 minutes.", pregated=True)
     assert d.kind == "contradiction_fork" and target == old
+
+
+@pytest.mark.parametrize("old, new", [
+    ("The Quay pharmacy is open until 7 pm on weekdays.", "At weekends the Quay pharmacy shuts at 4 pm."),
+    ("The Kelp API v2 ships on June 30.", "The Kelp API v3 ships on December 1."),
+    ("A day pass at Crag Climbing costs 18 euros.", "A day pass at Crag Climbing costs 160 kroner."),
+    ("Pia Lund's favourite bakery is Crumb.",
+     "Pia Lund's favourite bakery in Lisbon's old town, Alfama, is Manteigaria."),
+])
+def test_another_period_version_currency_or_place_stays_apart(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork"
+
+
+def test_a_period_said_on_one_side_only_may_still_be_a_correction(rules, embedder):
+    old = "The Quay pharmacy opens at 8 am."
+    d, target = decide(rules, embedder, old, "On weekdays the Quay pharmacy now opens at 7:30.", pregated=True)
+    assert d.kind == "contradiction_fork" and target == old

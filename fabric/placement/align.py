@@ -32,7 +32,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from .facts import CURRENCY, Span, _names as names, _project, number_key
+from .facts import CURRENCY, Span, _names as names, _project, currency, number_key
 
 # ------------------------------------------------------------------------------ numbers written one way
 
@@ -172,6 +172,7 @@ def canonical(text: str) -> str:
     t = _spell_numbers(t)
     t = _SHIFT.sub(lambda m: m.group(1).split()[0], t)  # "pushed back 2 weeks, to" -> "pushed to"
     t = _VERSION.sub(r"\1", t)
+    t = re.sub(r"\bv(\d+)\b", r"V\1", t)  # "the Helix API v2": a name of its own
     # "Ask anyone at Ostara Labs: Ada works there" -> "Ask anyone: Ada works at Ostara Labs"
     t = _THERE.sub(lambda m: f"{m.group(2)}{m.group(3)}{m.group(1).split()[0]} {m.group(1).split(None, 1)[1]}", t)
     t = re.sub(r"\s*°\s*[CF]\b|°", " degrees", t)
@@ -469,6 +470,15 @@ def _roles(r: Reading, shared: set[str]) -> set[str]:
     return {_ROLE_GROUPS[w] for w in _tokens(r, shared) if w in _ROLE_GROUPS}
 
 
+# When a value holds: "on weekdays" / "at weekends", "in summer" / "in winter".
+_PERIOD_WORDS = {w: w.rstrip("s") for w in "weekday weekdays weekend weekends summer winter spring autumn holiday "
+                 "holidays".split()}
+
+
+def _periods(r: Reading) -> set[str]:
+    return {_PERIOD_WORDS[w] for w in _WORD.findall(r.text) if w in _PERIOD_WORDS}
+
+
 def _every(r: Reading, value: Anchor) -> bool:
     return re.search(r"\b(?:every|each)\s+$", r.text[:value.start]) is not None
 
@@ -709,6 +719,12 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     implied = (_PRICE_WORDS if a.unit == b.unit == "money" else frozenset()) \
         | (_DATE_WORDS if a.kind == b.kind == "date" else frozenset())  # a price, a date either way
     only_old, only_new = only_old - implied, only_new - implied
+    period_old, period_new = _periods(old), _periods(new)
+    if period_new - period_old and period_old:  # "on weekdays" / "at weekends"
+        return Aligned("separate", f"another period ({' '.join(sorted(period_new - period_old))})", veto=True)
+    if a.unit == b.unit == "money" and currency(canonical(old_text)[a.start:a.end + 12]) \
+            != currency(canonical(new_text)[b.start:b.end + 12]):
+        return Aligned("separate", "another currency", veto=True)
     if a.unit == b.unit == "money" and only_old and only_new:  # "tickets to X cost" / "parking at X costs"
         return Aligned("separate", f"another thing priced ({' '.join(sorted(only_old))} / "
                                    f"{' '.join(sorted(only_new))})")

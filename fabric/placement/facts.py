@@ -55,7 +55,8 @@ def _rel(name: str, words: str, value_first: str | None = None, *, multi: bool =
 
 # "X leads / heads / runs Y" (X is the value), but not "heads to Lisbon", "runs for office".
 _LEADS = (r"\b(?:leads|heads|runs|running)\b"
-          r"(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an|its business|its operations)\b)")
+          r"(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an|its business|its operations)\b)"
+          r"(?! [a-z-]+(?: [a-z-]+)? (?:at|for|of|in)\b)")  # "runs operations at X": a department of X, not X
 
 
 _TEAM_NOUN = r"(?:team|squad|department|dept)\b"
@@ -223,6 +224,7 @@ class Fact:
     detail: frozenset[str]         # content words besides the names and the relation's words
     period: frozenset[str] = frozenset()  # years the sentence names, but for "since 2020" and the like
     qualifiers: frozenset[str] = frozenset()  # the detail words but those describing the value ("a blue Volvo")
+    inner: frozenset[str] = frozenset()       # names between the subject and the value ("... in Paris is ...")
 
 
 _NUMBER = re.compile(r"[$€£]?\s*(\d[\d,]*(?:\.\d+)?)\s*((?:thousand|million|billion|mn|bn|k|m|b)?)\.?"
@@ -242,6 +244,17 @@ def number_key(text: str) -> str | None:
         return None  # "1,5" is not a thousands grouping: leave it alone
     n = float(digits.replace(",", "")) * _SCALE.get(scale, 1)
     return f"{n:.6f}".rstrip("0").rstrip(".")
+
+
+_CURRENCIES = (("usd", r"\$|\bdollars?\b|\busd\b"), ("eur", r"€|\beuros?\b|\beur\b"), ("gbp", r"£|\bpounds?\b|\bgbp\b"),
+               ("kr", r"\bkr\b|\bkron(?:er|e|or|a)\b|\bsek\b|\bnok\b|\bdkk\b"), ("jpy", r"\byen\b|\bjpy\b|¥"),
+               ("chf", r"\bchf\b|\bfrancs?\b"), ("inr", r"\brupees?\b|\binr\b|₹"))
+
+
+def currency(text: str) -> str | None:
+    """The currency a money value is in ("$20", "18 euros", "160 kroner"), or None."""
+    low = text.casefold()
+    return next((code for code, pattern in _CURRENCIES if re.search(pattern, low)), None)
 
 
 def value_key(text: str) -> str:
@@ -628,6 +641,8 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
         whose = owned.key
     subject_key = f"{subject.key} / {whose}" if whose else subject.key
     others = frozenset(sp.key for sp in spans if sp is not subject and sp is not value) | modifiers
+    lo, hi = sorted((subject.start, value.start))
+    inner = frozenset(sp.key for sp in spans if lo < sp.start < hi)  # "X's favourite restaurant in Paris is Y"
     detail = frozenset(m.group() for m in re.finditer(r"[a-z][a-z'-]+", masked)
                        if m.group() not in _STOP and m.group() not in _MONTHS and m.group() not in _TITLES
                        and not _covered(covered, m.start()))
@@ -644,7 +659,7 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
                 past=_PAST.search(masked, 0, limit) is not None,
                 tail=value is tail and _CAPITAL.search(text) is not None,  # (all lower case: casing tells nothing)
                 loose=loose, others=others,
-                detail=detail, period=frozenset(_PERIOD.findall(text)), qualifiers=qualifiers,
+                detail=detail, period=frozenset(_PERIOD.findall(text)), qualifiers=qualifiers, inner=inner,
                 lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"))
 
 
@@ -705,6 +720,10 @@ def compare(old: Fact, new: Fact) -> Verdict:
         return "duplicate"
     if shared_relation(old, new) in _MULTI or old.negated or new.negated:
         return "separate"  # a second showroom is not a moved one
+    if new.inner - old.inner - {old.value_key, name_key(old.value)}:
+        return "separate"  # a narrower fact: "X's favourite restaurant in Paris is ..."
+    if currency(old.value) and currency(new.value) and currency(old.value) != currency(new.value):
+        return "separate"  # "18 euros" / "160 kroner": another price list, not a new price
     if old.qualifiers - new.qualifiers and new.qualifiers - old.qualifiers:
         return "separate"  # another thing qualified: "a single class costs ..." / "a 10-class card costs ..."
     values = {old.value_key, new.value_key, name_key(old.value), name_key(new.value)}

@@ -134,7 +134,8 @@ def test_a_write_failing_in_a_chunk_does_not_undo_its_job_mates(database_url, re
             {"content": "Ada Moreau lives in Faro.", **city, "value": "Faro", "org": org}])
         with caplog.at_level("INFO", logger="fabric.write.apply"):
             stats = Placer(fab.settings, fab.pool, validator=FailsOnBoom()).place(org, [r.id for r in receipts])
-        assert [r.__dict__.get("action") for r in caplog.records if r.name == "fabric.write.apply"] == ["chunk_fallback"]
+        actions = [r.__dict__.get("action") for r in caplog.records if r.name == "fabric.write.apply"]
+        assert actions == ["chunk_fallback"]
         assert (stats.placed, stats.parked) == (3, 1)
         with psycopg.connect(database_url) as conn:
             status = dict(conn.execute("SELECT content, status FROM fabric.writes WHERE org = %s", (org,)).fetchall())

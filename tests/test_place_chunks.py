@@ -75,10 +75,14 @@ def test_a_chunk_decides_as_if_the_database_were_asked_before_every_write(databa
             results[chunk] = (org, list(calls))
         with psycopg.connect(database_url) as conn:
             chunked, one_by_one = (placed(conn, results[c][0]) for c in (len(stream()), 1))
+            # each write its own transaction time, in the order the writes came
+            settled = [r[0] for r in conn.execute("SELECT settled_at FROM fabric.writes WHERE org = %s "
+                                                  "ORDER BY received_at, id", (results[len(stream())][0],))]
     finally:
         fab.close()
     assert len(chunked) == len(stream())
     assert chunked == one_by_one
+    assert all(a < b for a, b in zip(settled, settled[1:]))
     kinds = [row[2] for row in chunked]
     assert kinds.count("contradiction_fork") >= 9 and "duplicate" in kinds
     # The chunk read its candidates once for all, and again for a few writes only.

@@ -282,3 +282,23 @@ def test_a_period_said_on_one_side_only_may_still_be_a_correction(rules, embedde
     old = "The Quay pharmacy opens at 8 am."
     d, target = decide(rules, embedder, old, "On weekdays the Quay pharmacy now opens at 7:30.", pregated=True)
     assert d.kind == "contradiction_fork" and target == old
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Kiln Studio opens at noon.", "Opening time at Kiln Studio is 11:15."),
+    ("Kiln Studio opens at 10 am.", "Kiln Studio opens its doors at 9:30."),
+    ("Closing time at the Tarn Gym is 10 pm.", "The Tarn Gym shuts at 11 pm."),
+])
+def test_a_time_said_as_a_verb_or_as_a_time_noun_is_one_fact(rules, embedder, old, new):
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "contradiction_fork" and target == old
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Kiln Studio opens at 10 am.", "Closing time at Kiln Studio is 6 pm."),
+    ("Opening time at Kiln Studio is 10 am.", "Kiln Studio's lunch service starts at noon."),
+    ("The Tarn Gym shuts at 11 pm.", "Check-in time at the Tarn Hotel is 3 pm."),
+])
+def test_other_times_of_one_place_stay_apart(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork"

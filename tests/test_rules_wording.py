@@ -302,3 +302,11 @@ def test_a_time_said_as_a_verb_or_as_a_time_noun_is_one_fact(rules, embedder, ol
 def test_other_times_of_one_place_stay_apart(rules, embedder, old, new):
     d, _ = decide(rules, embedder, old, new, pregated=True)
     assert d.kind != "contradiction_fork"
+
+
+def test_the_same_figure_of_another_measure_is_no_paraphrase(rules, embedder):
+    old = "Project Teal's budget is €400,000."
+    d, _ = decide(rules, embedder, old, "Project Teal has spent €400,000 so far.", pregated=True)
+    assert d.kind == "new_branch"
+    d, target = decide(rules, embedder, old, "The budget of Project Teal is 400,000 euros.", pregated=True)
+    assert d.kind == "duplicate" and target == old

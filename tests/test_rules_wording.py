@@ -310,3 +310,35 @@ def test_the_same_figure_of_another_measure_is_no_paraphrase(rules, embedder):
     assert d.kind == "new_branch"
     d, target = decide(rules, embedder, old, "The budget of Project Teal is 400,000 euros.", pregated=True)
     assert d.kind == "duplicate" and target == old
+
+
+# Generated traps: other attributes of one place or person, each in three phrasings, values of one sort (times,
+# prices, people), so that only the relation tells them apart; and name twins stating one attribute.
+_TIMES = {"opens": ["{s} opens at {v}.", "Opening time at {s} is {v}."],
+          "closes": ["{s} closes at {v}.", "{s} shuts at {v}."],
+          "lunch": ["Lunch at {s} is served from {v}.", "{s}'s lunch service starts at {v}."],
+          "checkin": ["Check-in at {s} starts at {v}.", "{s}'s check-in time is {v}."]}
+_PEOPLE = {"manager": ["{s}'s manager is {v}.", "{s} reports to {v}."],
+           "mentor": ["{s}'s mentor is {v}.", "{v} mentors {s}."],
+           "dentist": ["{s}'s dentist is {v}.", "{v} is the dentist of {s}."],
+           "landlord": ["{s}'s landlord is {v}.", "{s} rents from {v}."]}
+
+
+def _generated_traps() -> list[tuple[str, str]]:
+    out = []
+    for groups, subject, twin, (v1, v2) in ((_TIMES, "the Quarry Gym", "the Quarry Pool", ("7 am", "9 pm")),
+                                            (_PEOPLE, "Lina Ford", "Lina Forde", ("Ana Ruiz", "Ben Okoro"))):
+        for (a1, f1), (a2, f2) in [(x, y) for x in groups.items() for y in groups.items() if x[0] != y[0]]:
+            out.append((f1[0].format(s=subject, v=v1), f2[1].format(s=subject, v=v2)))  # another attribute
+        for f in groups.values():
+            out.append((f[0].format(s=subject, v=v1), f[1].format(s=twin, v=v2)))  # a twin, reworded
+    return [(o[0].upper() + o[1:], n[0].upper() + n[1:]) for o, n in out]
+
+
+def test_generated_traps_invalidate_nothing(rules, embedder):
+    wrong = []
+    for old, new in _generated_traps():
+        d, _ = decide(rules, embedder, old, new, pregated=True)
+        if d.kind == "contradiction_fork":
+            wrong.append((old, new))
+    assert len(_generated_traps()) == 32 and wrong == []

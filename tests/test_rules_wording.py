@@ -328,7 +328,7 @@ def _generated_traps() -> list[tuple[str, str]]:
     out = []
     for groups, subject, twin, (v1, v2) in ((_TIMES, "the Quarry Gym", "the Quarry Pool", ("7 am", "9 pm")),
                                             (_PEOPLE, "Lina Ford", "Lina Forde", ("Ana Ruiz", "Ben Okoro"))):
-        for (a1, f1), (a2, f2) in [(x, y) for x in groups.items() for y in groups.items() if x[0] != y[0]]:
+        for (_a1, f1), (_a2, f2) in [(x, y) for x in groups.items() for y in groups.items() if x[0] != y[0]]:
             out.append((f1[0].format(s=subject, v=v1), f2[1].format(s=subject, v=v2)))  # another attribute
         for f in groups.values():
             out.append((f[0].format(s=subject, v=v1), f[1].format(s=twin, v=v2)))  # a twin, reworded

@@ -267,3 +267,16 @@ def test_kill_campaign_loses_nothing_and_places_nothing_twice(database_url, redi
     assert res["placed_twice"] == 0
     assert res["keys_with_two_live_values"] == 0
     assert res["parked"] == 0
+
+
+def test_burst_stopped_at_its_time_limit_counts_pending_apart_from_lost(database_url, redis_url):
+    """`fabric bench pipeline --burst N --burst-seconds S`: a burst too big for its time limit stops, and
+    reports what was placed by then (nothing twice, no key with two live values) with the rest pending,
+    not lost. 2,000 writes into one org cannot be placed in 2 s (about 80/s at best on this machine)."""
+    from fabric.bench.pipeline import burst
+
+    res = burst(database_url, redis_url, writes=2000, max_seconds=2)
+    assert res["stopped_at_time_limit"] is True
+    assert res["sent"] in (1000, 2000) and res["pending"] > 0  # sending stops at the limit too
+    assert res["lost"] == 0 and res["placed_twice"] == 0 and res["keys_with_two_live_values"] == 0
+    assert res["memory_mb"]["redis_mb"]["peak"] > 0

@@ -406,10 +406,12 @@ def _rss_mb(pid: int) -> float:
 
 
 def burst(server_url: str, redis_url: str, *, writes: int = 20_000, workers: int = 2, chunk: int = 1000,
-          seed: int = 7, progress=lambda msg: None) -> dict[str, Any]:
+          seed: int = 7, max_seconds: float = 0, progress=lambda msg: None) -> dict[str, Any]:
     """`writes` writes into ONE org, sent as fast as write_many takes them (`chunk` per call), placed by
     `workers` real workers (embedding excluded): progress every 5 s, and the peak RSS of each worker and
-    Redis' peak `used_memory` sampled every second, beside their values before the burst."""
+    Redis' peak `used_memory` sampled every second, beside their values before the burst.
+    `max_seconds` (0: none) stops waiting then and checks what was placed so far: writes still pending
+    are counted as `pending`, not as lost, and the rate is of the writes settled."""
     import numpy as np
 
     from .scale import BenchDatabase, ingest_items, placement_run
@@ -420,6 +422,7 @@ def burst(server_url: str, redis_url: str, *, writes: int = 20_000, workers: int
     db.create()
     queue_name = f"bench-burst-{uuid.uuid4().hex[:8]}"
     samples: list[dict[str, float]] = []
+    stopped = False
     try:
         with placement_run(db, redis_url, items, workers, queue_name, f"burst-{queue_name}", server.base_url) as (
                 fab, procs, orgs, batch), db.connect(autocommit=True) as conn:
@@ -456,15 +459,22 @@ def burst(server_url: str, redis_url: str, *, writes: int = 20_000, workers: int
                                  f"Redis {s['redis_mb']:.1f} MB")
                     if sent == len(batch) and s["pending"] == 0:
                         break
+                    if max_seconds and now >= max_seconds:
+                        stopped = True
+                        break
                 if any(p.poll() is not None for p in procs):
                     raise RuntimeError("a worker died during the burst")
             seconds = time.perf_counter() - t0
-            out = integrity(conn, orgs, len(batch))
+            out = integrity(conn, orgs, sent)
+            settled_n = sent - out["pending"]
+            if stopped:  # still pending is not lost: only missing writes are
+                out["lost"] -= out["pending"]
     finally:
         server.close()
         db.drop()
     keys = [k for k in samples[0] if k.startswith("worker") or k == "redis_mb"]
-    out.update(workers=workers, seconds=round(seconds, 1), placements_per_s=round(len(batch) / seconds, 1),
+    out.update(workers=workers, seconds=round(seconds, 1), placements_per_s=round(settled_n / seconds, 1),
+               stopped_at_time_limit=stopped, sent=sent, settled=settled_n,
                max_backlog=max(s["pending"] for s in samples), load_average=os.getloadavg()[0],
                memory_mb={k: {"before": round(before[k], 1), "peak": round(max(s[k] for s in samples), 1),
                               "end": round(samples[-1][k], 1)} for k in keys},
@@ -503,6 +513,8 @@ def print_burst(res: dict[str, Any], console) -> None:
     mem = res["memory_mb"]
     print_integrity(f"one-org burst — {res['writes']} writes, {res['workers']} workers, embedding excluded", res, [
         ("placements/s", f"{res['placements_per_s']:.0f} ({res['seconds']:.0f} s)"),
+        *([("stopped at the time limit: sent / settled / pending",
+            f"{res['sent']:,} / {res['settled']:,} / {res['pending']:,}")] if res["stopped_at_time_limit"] else []),
         ("largest backlog (pending writes)", f"{res['max_backlog']:,}"),
         *((f"{k.replace('_mb', '')} RSS MB: before / peak / end" if k.startswith("worker")
            else "Redis used_memory MB: before / peak / end",

@@ -24,6 +24,8 @@ def pipeline(
     kill_writes: int = typer.Option(1000, "--kill-writes", min=1, help="Writes sent during the kill campaign."),
     burst_writes: int = typer.Option(0, "--burst", min=0,
                                      help="Also send a burst of N writes into one org; report worker and Redis memory."),
+    burst_seconds: float = typer.Option(0, "--burst-seconds", min=0,
+                                        help="Stop the burst after this long and check what was placed (0: none)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Write latency, embedding throughput, validator calls per write on a mixed stream.
@@ -45,7 +47,8 @@ def pipeline(
             res["kills"] = bp.kill_campaign(fab.database_url, fab.redis_url, writes=kill_writes, kills=kills,
                                             progress=progress)
         if burst_writes:
-            res["burst"] = bp.burst(fab.database_url, fab.redis_url, writes=burst_writes, progress=progress)
+            res["burst"] = bp.burst(fab.database_url, fab.redis_url, writes=burst_writes,
+                                  max_seconds=burst_seconds, progress=progress)
     out.mkdir(parents=True, exist_ok=True)
     (out / "pipeline.json").write_text(json.dumps(res, indent=2))
     if as_json:

@@ -135,6 +135,67 @@ def test_the_cli_runs_a_flat_only_benchmark(database_url, redis_url, tmp_path, m
     assert bad.exit_code == 2 and "backends" in bad.output
 
 
+def test_the_llm_backends_run_beside_the_rules_in_one_run(fab, tmp_path):
+    """fabric-text-llm and fabric-keys-llm beside fabric-text (the rules), on the same cases: their
+    writes are placed by a second worker whose validator asks a scripted OpenAI-compatible server on
+    127.0.0.1 through the real openai client; the rules' backend never reaches it. Model calls per
+    write and time per call are reported."""
+    from tests.openai_stub import OpenAIStub, answer
+
+    stub = OpenAIStub(model="stub-model")
+    try:
+        stub.script(default=answer("new_branch", reason="scripted: not sure"))
+        results = tb.run(fab, per_kind=1, phrasings=("rephrased",), turns=6, out=tmp_path,
+                         backends="fabric-text,fabric-text-llm,fabric-keys-llm",
+                         llm=tb.LLMEndpoint(stub.base_url, "stub-model", "k"))
+    finally:
+        stub.close()
+    pb = results["by_backend"]
+    assert results["backends"] == ["fabric-text", "fabric-text-llm", "fabric-keys-llm"]
+    assert "llm" not in pb["fabric-text"]["validators"] and pb["fabric-text"]["llm_calls_per_write"] is None
+    text_llm = pb["fabric-text-llm"]
+    assert text_llm["writes"] == pb["fabric-text"]["writes"]
+    assert 0 < text_llm["llm_calls_per_write"] <= text_llm["validator_calls_per_write"] <= 1
+    assert text_llm["llm_ms_per_call"] > 0
+    # Every model-decided placement is one well-formed request (no retries), and the model's answer stands.
+    model_placed = [p for b in tb.LLM_BACKENDS for ps in results["placements"][b].values() for p in ps
+                    if p["validator"] == "llm"]
+    conv = results["conversation_llm"]
+    assert stub.count == len(model_placed) + round(conv["llm_calls_per_write"] * conv["turns"])
+    assert all(p["decision"] == "new_branch" and "scripted: not sure" in p["reason"] for p in model_placed)
+    assert {r["body"]["model"] for r in stub.requests} == {"stub-model"}
+    assert results["conversation"]["turns"] == conv["turns"] == 6
+    md = (tmp_path / "temporal.md").read_text()
+    assert "LLM calls / write" in md and "| conversational stream | fabric-text | fabric-text-llm |" in md
+
+
+def test_an_llm_backend_without_an_endpoint_is_refused(monkeypatch):
+    with pytest.raises(tb.ValidationError) as err:
+        tb.run(None, backends="fabric-text,fabric-text-llm")
+    assert err.value.field == "llm-url"
+    for name in ("OPENAI_BASE_URL", "FABRIC_LLM_MODEL", "FABRIC_OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    res = CliRunner().invoke(app, ["bench", "temporal", "--backends", "fabric-text-llm", "--no-worker"])
+    assert res.exit_code == 2 and "--llm-url" in res.output
+    res = CliRunner().invoke(app, ["bench", "temporal", "--backends", "llm", "--llm-url", "http://127.0.0.1:9/v1",
+                                   "--no-worker"])
+    assert res.exit_code == 2 and "--llm-model" in res.output
+
+
+def test_the_llm_backends_are_opt_in():
+    assert tb.parse_backends("all") == list(tb.ALL_BACKENDS) and not set(tb.LLM_BACKENDS) & set(tb.ALL_BACKENDS)
+    assert tb.parse_backends("fabric,llm") == ["fabric-keys", "fabric-text", "fabric-keys-llm", "fabric-text-llm"]
+
+
+def test_a_worker_gets_the_endpoint_it_was_given_over_the_environment():
+    """spawn_worker names OPENAI_BASE_URL itself: the environment's value must not win over the
+    LLM backends' endpoint in their worker."""
+    from fabric.api import _env_name
+
+    assert _env_name("openai_base_url") == "OPENAI_BASE_URL" and _env_name("openai_api_key") == "OPENAI_API_KEY"
+    assert _env_name("queue_name") == "FABRIC_QUEUE_NAME"
+
+
 def test_retracting_the_middle_of_three_versions_keeps_the_last_one_current(fab, org):
     """The minimal form of the benchmark's middle-retraction case (retraction, odd cases): after
     retracting V2 of V1 -> V2 -> V3, V1 held until V3's valid_from, and only V3 holds now."""

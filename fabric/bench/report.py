@@ -156,6 +156,7 @@ def conversation_grid(results: dict[str, Any]) -> tuple[list[str], list[list[str
     ]
     if len(runs) > 1:
         rows.append(row("  of them LLM calls / write", lambda c: f"{c.get('llm_calls_per_write') or 0:.2f}"))
+        rows.append(row("  ms / LLM call (mean)", lambda c: ms(c.get("llm_ms_per_call"))))
     return header, rows
 
 

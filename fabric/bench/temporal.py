@@ -1142,11 +1142,14 @@ def conversation(fab: Any, *, run_id: str, seed: int = 0, turns: int = TURNS_FUL
             by, reason = forked_by.get(p.memory_id, (None, None))
             collapsed.append({"turn": t, "how": "superseded by", "other": by, "reason": reason})
     calls = sum(p.validator not in (None, "pregate") for p in placed)
+    llm_ms = [d.latency_ms for d in fab.decisions(org=org, action="place", limit=10000)
+              if d.validator == "llm" and d.latency_ms is not None]
     return {"turns": len(texts), "collapsed": len(collapsed), "collapsed_share": len(collapsed) / len(texts),
             "duplicates": decisions.get("duplicate", 0),
             "superseded": sum(c["how"] == "superseded by" for c in collapsed),
             "decisions": dict(sorted(decisions.items())), "validator_calls_per_write": calls / len(texts),
             "llm_calls_per_write": sum(p.validator == "llm" for p in placed) / len(texts),
+            "llm_ms_per_call": sum(llm_ms) / len(llm_ms) if llm_ms else None,
             "validators": sorted({p.validator or "?" for p in placed}), "seconds": round(seconds, 2),
             "examples": collapsed[:10]}
 

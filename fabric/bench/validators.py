@@ -36,7 +36,9 @@ from .labelled import records
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 DEFAULT_PAIRS = DATA / "placement_pairs.jsonl"
 REPHRASED_PAIRS = DATA / "placement_pairs_v2.jsonl"
-DEFAULT_SETS = (REPHRASED_PAIRS, DEFAULT_PAIRS)
+# written before the rule fixes that followed it, half held out (users' wording: chat style, casing, numbers)
+USER_WORDING_PAIRS = DATA / "placement_pairs_v4.jsonl"
+DEFAULT_SETS = (REPHRASED_PAIRS, USER_WORDING_PAIRS, DEFAULT_PAIRS)
 SPLITS = ("tune", "holdout")
 T_EXISTING = datetime(2024, 1, 1, tzinfo=timezone.utc)
 T_NEW = datetime(2024, 6, 1, tzinfo=timezone.utc)

@@ -24,8 +24,8 @@ def validators(
                                        help="Also run the LLM validator (default: when OPENAI_BASE_URL and "
                                             "FABRIC_LLM_MODEL are set). --llm fails if no endpoint is configured."),
     pairs: Optional[list[Path]] = typer.Option(None, "--pairs", help="A JSONL labelled set; repeat for several "
-                                               "(default: tests/data/placement_pairs_v2.jsonl and "
-                                               "tests/data/placement_pairs.jsonl)."),
+                                               "(default: tests/data/placement_pairs_v2.jsonl, "
+                                               "placement_pairs_v4.jsonl and placement_pairs.jsonl)."),
     split: Optional[str] = typer.Option(None, "--split", help="Only the pairs of this split: tune (what prompt "
                                         "work may look at) or holdout. Sets without splits are skipped."),
     pregate: bool = typer.Option(True, "--pregate/--no-pregate",

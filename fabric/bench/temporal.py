@@ -1211,7 +1211,10 @@ def llm_fabric(fab: Any, endpoint: LLMEndpoint, run_id: str) -> Any:
     both columns come from one run. Close it after (that stops its worker)."""
     from ..api import Fabric
 
+    # A job places up to FABRIC_EMBED_BATCH_SIZE writes one model call at a time: with a local model
+    # at a minute per call, the default 300 s job timeout cut jobs short (measured 2026-12-01).
     llm = Fabric.connect(fab.database_url, fab.redis_url, auto_migrate=False, run_worker=True,
+                         job_timeout=max(fab.settings.job_timeout, 3600),
                          data_dir=fab.settings.data_dir, queue_name=f"{fab.settings.queue_name}-llm-{run_id}",
                          validator="llm", openai_base_url=endpoint.base_url, openai_api_key=endpoint.api_key,
                          llm_model=endpoint.model)

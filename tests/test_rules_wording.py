@@ -372,6 +372,8 @@ def test_a_subscription_to_a_plan_is_still_the_billing_plan(rules, embedder):
     ("Kestrel Gym's annual membership is 400 pounds.", "Kestrel Gym's family membership is 650 pounds a year."),
     ("Linden Climbing's weekly pass is 25 euros.", "Linden Climbing's youth pass is 15 euros a week."),
     ("The Meridian Club's yearly fee is 300 dollars.", "The Meridian Club's corporate fee is 900 dollars a year."),
+    ("The Fenwick Hotel's nightly rate is 140 pounds.", "The Fenwick Hotel's weekend rate is 180 pounds a night."),
+    ("Corvid Labs' annual licence is 5,000 dollars.", "Corvid Labs' enterprise licence is 20,000 dollars a year."),
     ("Harbour Yoga's monthly pass costs 60 euros.", "Harbour Yoga's student pass costs 35 euros a month."),
     ("The Larch Theatre's evening ticket is 30 dollars.", "The Larch Theatre's matinee ticket is 18 dollars."),
     ("Oakfield Pool's adult swim is 6 pounds.", "Oakfield Pool's junior swim is 3 pounds."),
@@ -387,6 +389,9 @@ def test_a_price_of_another_qualified_item_corrects_nothing(rules, embedder, old
     ("Harbour Yoga's monthly pass costs 60 euros.", "Harbour Yoga's monthly pass now costs 65 euros."),
     ("The Larch Theatre's evening ticket is 30 dollars.", "The Larch Theatre's evening ticket went up to 34 dollars."),
     ("Oakfield Pool's adult swim is 6 pounds.", "Oakfield Pool's current adult swim price is 7 pounds."),
+    ("The Fenwick Hotel's nightly rate is 140 pounds.", "The Fenwick Hotel's rate is now 150 pounds a night."),
+    ("Corvid Labs' annual licence is 5,000 dollars.", "Corvid Labs' licence fee is now 5,500 dollars a year."),
+    ("Brindle Bikes' monthly rental is 45 euros.", "Brindle Bikes now charges 50 euros a month for rental."),
     ("The Meridian Club's membership fee is 300 dollars a year.",
      "The Meridian Club's annual membership fee went up to 320 dollars."),
 ])

@@ -282,3 +282,119 @@ def test_a_period_said_on_one_side_only_may_still_be_a_correction(rules, embedde
     old = "The Quay pharmacy opens at 8 am."
     d, target = decide(rules, embedder, old, "On weekdays the Quay pharmacy now opens at 7:30.", pregated=True)
     assert d.kind == "contradiction_fork" and target == old
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Kiln Studio opens at noon.", "Opening time at Kiln Studio is 11:15."),
+    ("Kiln Studio opens at 10 am.", "Kiln Studio opens its doors at 9:30."),
+    ("Closing time at the Tarn Gym is 10 pm.", "The Tarn Gym shuts at 11 pm."),
+])
+def test_a_time_said_as_a_verb_or_as_a_time_noun_is_one_fact(rules, embedder, old, new):
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "contradiction_fork" and target == old
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Kiln Studio opens at 10 am.", "Closing time at Kiln Studio is 6 pm."),
+    ("Opening time at Kiln Studio is 10 am.", "Kiln Studio's lunch service starts at noon."),
+    ("The Tarn Gym shuts at 11 pm.", "Check-in time at the Tarn Hotel is 3 pm."),
+])
+def test_other_times_of_one_place_stay_apart(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork"
+
+
+def test_the_same_figure_of_another_measure_is_no_paraphrase(rules, embedder):
+    old = "Project Teal's budget is €400,000."
+    d, _ = decide(rules, embedder, old, "Project Teal has spent €400,000 so far.", pregated=True)
+    assert d.kind == "new_branch"
+    d, target = decide(rules, embedder, old, "The budget of Project Teal is 400,000 euros.", pregated=True)
+    assert d.kind == "duplicate" and target == old
+
+
+# Generated traps: other attributes of one place or person, each in three phrasings, values of one sort (times,
+# prices, people), so that only the relation tells them apart; and name twins stating one attribute.
+_TIMES = {"opens": ["{s} opens at {v}.", "Opening time at {s} is {v}."],
+          "closes": ["{s} closes at {v}.", "{s} shuts at {v}."],
+          "lunch": ["Lunch at {s} is served from {v}.", "{s}'s lunch service starts at {v}."],
+          "checkin": ["Check-in at {s} starts at {v}.", "{s}'s check-in time is {v}."]}
+_PEOPLE = {"manager": ["{s}'s manager is {v}.", "{s} reports to {v}."],
+           "mentor": ["{s}'s mentor is {v}.", "{v} mentors {s}."],
+           "dentist": ["{s}'s dentist is {v}.", "{v} is the dentist of {s}."],
+           "landlord": ["{s}'s landlord is {v}.", "{s} rents from {v}."]}
+
+
+def _generated_traps() -> list[tuple[str, str]]:
+    out = []
+    for groups, subject, twin, (v1, v2) in ((_TIMES, "the Quarry Gym", "the Quarry Pool", ("7 am", "9 pm")),
+                                            (_PEOPLE, "Lina Ford", "Lina Forde", ("Ana Ruiz", "Ben Okoro"))):
+        for (_a1, f1), (_a2, f2) in [(x, y) for x in groups.items() for y in groups.items() if x[0] != y[0]]:
+            out.append((f1[0].format(s=subject, v=v1), f2[1].format(s=subject, v=v2)))  # another attribute
+        for f in groups.values():
+            out.append((f[0].format(s=subject, v=v1), f[1].format(s=twin, v=v2)))  # a twin, reworded
+    return [(o[0].upper() + o[1:], n[0].upper() + n[1:]) for o, n in out]
+
+
+def test_generated_traps_invalidate_nothing(rules, embedder):
+    wrong = []
+    for old, new in _generated_traps():
+        d, _ = decide(rules, embedder, old, new, pregated=True)
+        if d.kind == "contradiction_fork":
+            wrong.append((old, new))
+    assert len(_generated_traps()) == 32 and wrong == []
+
+
+# Round 5: a subscription, membership, account or licence held "to / with / at X" is one of many held at
+# once; a price whose noun is qualified on both sides by another word names another item ("the family
+# membership" / "the student membership"), but "annual" / "a year" is one period.
+@pytest.mark.parametrize("old, new", [
+    ("Priya Nair has a subscription to The Guardian.", "Priya Nair has a subscription to Netflix."),
+    ("Leon Brandt holds a membership at Alpine Club.", "Leon Brandt holds a membership at Kelvin Tennis Club."),
+    ("Sana Iqbal has an account with Monzo.", "Sana Iqbal has an account with Revolut."),
+    ("Tomas Berg owns a licence for AutoCAD.", "Tomas Berg owns a license for SketchUp."),
+    ("Greta Holm took out a subscription to Spotify.", "Greta Holm has a subscription to Duolingo."),
+    ("Nadia Haddad has a Netflix subscription.", "Nadia Haddad has a Disney+ subscription."),
+    ("Jon Sato has a gym membership at FitHub.", "Jon Sato has a gym membership at PureGym."),
+])
+def test_subscriptions_and_memberships_hold_many_values(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "new_branch", d.reason
+
+
+def test_a_subscription_to_a_plan_is_still_the_billing_plan(rules, embedder):
+    d, target = decide(rules, embedder, "Mira Holt has a subscription to the Pro plan.",
+                       "Mira Holt has a subscription to the Team plan.", pregated=True)
+    assert d.kind == "contradiction_fork" and target == "Mira Holt has a subscription to the Pro plan."
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Kestrel Gym's annual membership is 400 pounds.", "Kestrel Gym's family membership costs 650 pounds a year."),
+    ("Kestrel Gym's annual membership is 400 pounds.", "Kestrel Gym's family membership is 650 pounds a year."),
+    ("Linden Climbing's weekly pass is 25 euros.", "Linden Climbing's youth pass is 15 euros a week."),
+    ("The Meridian Club's yearly fee is 300 dollars.", "The Meridian Club's corporate fee is 900 dollars a year."),
+    ("The Fenwick Hotel's nightly rate is 140 pounds.", "The Fenwick Hotel's weekend rate is 180 pounds a night."),
+    ("Corvid Labs' annual licence is 5,000 dollars.", "Corvid Labs' enterprise licence is 20,000 dollars a year."),
+    ("Harbour Yoga's monthly pass costs 60 euros.", "Harbour Yoga's student pass costs 35 euros a month."),
+    ("The Larch Theatre's evening ticket is 30 dollars.", "The Larch Theatre's matinee ticket is 18 dollars."),
+    ("Oakfield Pool's adult swim is 6 pounds.", "Oakfield Pool's junior swim is 3 pounds."),
+])
+def test_a_price_of_another_qualified_item_corrects_nothing(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork", d.reason
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Kestrel Gym's annual membership is 400 pounds.", "Kestrel Gym's yearly membership is now 420 pounds."),
+    ("Kestrel Gym's annual membership is 400 pounds.", "Kestrel Gym's membership is now 420 pounds a year."),
+    ("Harbour Yoga's monthly pass costs 60 euros.", "Harbour Yoga's monthly pass now costs 65 euros."),
+    ("The Larch Theatre's evening ticket is 30 dollars.", "The Larch Theatre's evening ticket went up to 34 dollars."),
+    ("Oakfield Pool's adult swim is 6 pounds.", "Oakfield Pool's current adult swim price is 7 pounds."),
+    ("The Fenwick Hotel's nightly rate is 140 pounds.", "The Fenwick Hotel's rate is now 150 pounds a night."),
+    ("Corvid Labs' annual licence is 5,000 dollars.", "Corvid Labs' licence fee is now 5,500 dollars a year."),
+    ("Brindle Bikes' monthly rental is 45 euros.", "Brindle Bikes now charges 50 euros a month for rental."),
+    ("The Meridian Club's membership fee is 300 dollars a year.",
+     "The Meridian Club's annual membership fee went up to 320 dollars."),
+])
+def test_the_same_item_repriced_is_a_correction(rules, embedder, old, new):
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "contradiction_fork" and target == old, d.reason

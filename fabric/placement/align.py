@@ -168,6 +168,7 @@ def canonical(text: str) -> str:
     t = re.sub(r"\bhalf past (\w+)", r"\1:30", t, flags=re.IGNORECASE)
     t = re.sub(r"\b(noon|midday)\b", "12:00", t, flags=re.IGNORECASE)
     t = re.sub(r"\bmidnight\b", "00:00", t, flags=re.IGNORECASE)
+    t = re.sub(r"\b(open(?:s|ed)?) (?:its|their|the) doors\b", r"\1", t)  # "opens its doors at 9": opens at 9
     t = re.sub(r"\b([Yy])early\b", lambda m: "Annual" if m.group(1) == "Y" else "annual", t)  # one word per period
     t = _spell_numbers(t)
     t = _SHIFT.sub(lambda m: m.group(1).split()[0], t)  # "pushed back 2 weeks, to" -> "pushed to"
@@ -219,7 +220,7 @@ _NEGATION = re.compile(r"\b(?:not(?! (?:far|only|just|least|bad|unlike)\b)|no lo
 _SAME_WORD = {"due": "deadlin", "resident": "population", "inhabitant": "population", "populat": "population",
               "fee": "price", "cost": "price", "charg": "price", "pric": "price", "deliv": "ship", "shipp": "ship",
               "bill": "price", "pay": "price", "paid": "price", "employ": "staff", "worker": "staff",
-              "annual": "year", "written": "writ", "implement": "writ", "cod": "writ"}
+              "annual": "year", "shut": "clos", "written": "writ", "implement": "writ", "cod": "writ"}
 # Verbs that only say an event is scheduled ("happens on", "takes place on", "we hold it on"): no attribute.
 _SCHEDULED = re.compile(r"\b(?:(?:takes?|took|taking|taken) place|(?:planned|scheduled|slated|expected|set) (?=for|on)"
                         r"|happens?|happened|happening|occurs?|occurred"
@@ -228,6 +229,7 @@ _SCHEDULE_WORDS = frozenset("happen happens happened happening occur occurs occu
                             "expected".split())
 # Words a money value implies: "the shipping fee is €4.99" / "orders ship for €6.50".
 _PRICE_WORDS = frozenset({"price"})
+_TIME_WORDS = frozenset({"tim"})  # "opening time at X is 9:00" / "X opens at 9:00"
 _DATE_WORDS = frozenset({"dat"})  # "the launch date" / "the launch": said by a date value
 
 
@@ -576,6 +578,32 @@ def _qualified(old: Reading, new: Reading, shared: set[str]) -> str | None:
     return " ".join(added) if added and inside and "X" not in added and "Y" not in added else None
 
 
+# Adjectives of time or status: the same item, told as it stands ("the current fee" / "the regular fee").
+_STATUS_WORDS = frozenset(stem(w) for w in """current former latest present old previous original revised updated
+    official usual regular standard normal full total overall actual""".split())
+
+
+def _modifiers(r: Reading, shared: set[str], nouns: set[str], implied: frozenset[str]) -> set[str]:
+    """The words right before a noun both sentences use ("junior" in "X's junior membership is ..."),
+    as compared stems ("annual" is "year")."""
+    t = ["", *_tokens(r, shared)]
+    return {word_key(w) for d, w, n in zip(t, t[1:], t[2:])  # after "the", "a", "its", "X's": an adjective
+            if (d in _DETERMINERS or d == "X") and w not in _STOP and w not in ("X", "Y")
+            and word_key(n) in nouns and word_key(w) not in implied and stem(w) not in _STATUS_WORDS}
+
+
+def _other_modifier(old: Reading, new: Reading, shared: set[str], implied: frozenset[str]) -> str | None:
+    """The attribute's noun qualified on both sides, by a word the other sentence says nowhere ("the annual
+    membership is 240 pounds" / "the junior membership is 90 pounds a year"): another item. A period said
+    either way ("annual" / "a year") is one period, not another item."""
+    nouns = set(old.words) & set(new.words)  # "the yearly fee" / "the corporate fee": a price noun too
+    mods_old, mods_new = _modifiers(old, shared, nouns, implied), _modifiers(new, shared, nouns, implied)
+    if not mods_old or not mods_new or mods_old == mods_new:
+        return None
+    extra = (mods_old - set(new.words)) | (mods_new - set(old.words))
+    return " ".join(sorted(extra)) or None
+
+
 _COPULA = re.compile(r"\s+(?:(?:now|also|still|currently|then)\s+)?(?:is|was|are|were|remains|has been|will be|'s)\b")
 
 
@@ -717,7 +745,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     if a.unit and b.unit and _dimension(a.unit) != _dimension(b.unit):  # "8 engineers" / "3 designers"
         return Aligned("separate", f"another unit ({a.unit} / {b.unit})", veto="money" in (a.unit, b.unit))
     implied = (_PRICE_WORDS if a.unit == b.unit == "money" else frozenset()) \
-        | (_DATE_WORDS if a.kind == b.kind == "date" else frozenset())  # a price, a date either way
+        | (_DATE_WORDS if a.kind == b.kind == "date" else frozenset()) \
+        | (_TIME_WORDS if a.kind == b.kind == "time" else frozenset())  # a price, a date, a time either way
     only_old, only_new = only_old - implied, only_new - implied
     period_old, period_new = _periods(old), _periods(new)
     if period_new - period_old and period_old:  # "on weekdays" / "at weekends"
@@ -762,7 +791,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     roles_old, roles_new = _roles(old, shared), _roles(new, shared)
     if roles_old and roles_new and not roles_old & roles_new:  # "the owner of X" / "X's head baker"
         return Aligned("separate", f"another role ({' '.join(sorted(roles_old))} / {' '.join(sorted(roles_new))})")
-    qualifier = _qualified(old, new, shared)
+    qualifier = _qualified(old, new, shared) or (
+        _other_modifier(old, new, shared, implied) if a.unit == b.unit == "money" else None)
     if qualifier:
         return Aligned("separate", f"a qualifier on one side only ({qualifier})", veto=True)
     if a.kind == "name" and (_acts(old, a, shared) and _acts(new, b, shared)

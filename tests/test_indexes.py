@@ -66,3 +66,56 @@ def test_hybrid_search_of_a_small_share_reads_only_its_tenants_rows(database_url
             assert "memory_versions" in weights and "Seq Scan" not in weights, weights
     finally:
         db.drop()
+
+
+def test_an_org_with_its_own_hnsw_index_is_searched_through_it(database_url):
+    """`fabric index orgs` builds a partial HNSW index per qualifying org (fabric/read/indexes.py); the
+    current-state, time-travel and hybrid statements must really use it for that org (EXPLAIN), and
+    another org must still use the shared index. A re-plan drops the index of an org that no longer
+    qualifies. 15k memories: the medium org's ~450 current rows are enough for the planner to prefer an
+    index to sorting them all in hybrid search (at 5k, ~150 rows, it sorts them: exact and cheap)."""
+    from fabric.read import indexes
+    from fabric.read.search import VECTOR_AT_SQL, VECTOR_CURRENT_SQL
+
+    c = sc.build_corpus(15_000, seed=5)
+    db = sc.BenchDatabase(database_url, "orgix")
+    db.create()
+    try:
+        sc.bulk_load(db, c, lambda msg: None)
+        medium, large = c.orgs[sc.MEDIUM_ORG_INDEX], c.orgs[c.large_org]
+        size = len(c.org_memories(sc.MEDIUM_ORG_INDEX))
+        with psycopg.connect(db.url, autocommit=True) as conn:
+            p = indexes.plan(conn, min_rows=size, max_share=0.5)
+            assert (("current_embeddings", medium, indexes.org_index_name("current_embeddings", medium))
+                    in p.create), p
+            assert all(o != large for _, o, _ in p.create), p   # 60% of the store: the shared graph
+            indexes.apply(conn, p, concurrently=True)
+            names = {r["name"] for r in indexes.list_indexes(conn)}
+        own = {t: indexes.org_index_name(t, medium) for t in indexes.TABLES}
+        assert set(own.values()) <= names
+        member = int(c.org_memories(sc.MEDIUM_ORG_INDEX)[7])
+        now = datetime.now(timezone.utc)
+        cases = [(VECTOR_CURRENT_SQL, "vector", True, own["current_embeddings"]),
+                 (VECTOR_AT_SQL, "vector", False, own["memories"]),
+                 (SEARCH_SQL, "hybrid", True, own["current_embeddings"]),
+                 (SEARCH_SQL, "hybrid", False, own["memories"])]
+        for stmt, mode, current, index in cases:
+            for org, expect in ((medium, index), (large, None)):
+                params = search_params(org=org, text="what about the ledger", vector=c.vectors[member], mode=mode,
+                                       k=10, valid_at=now if current else now - timedelta(days=200), known_at=now,
+                                       current=current)
+                with db.connect() as conn, conn.transaction():
+                    for s, args in search_settings(params, ef_search=100, iterative=True):
+                        conn.execute(s, args)
+                    plan = "\n".join(next(iter(r.values())) for r in conn.execute("EXPLAIN " + stmt, params))
+                if expect:
+                    assert expect in plan, (mode, current, plan)
+                else:
+                    assert "_org_" not in plan, (mode, current, plan)
+        with psycopg.connect(db.url, autocommit=True) as conn:
+            again = indexes.plan(conn, min_rows=size + 1, max_share=0.5)   # the medium org no longer qualifies
+            assert set(own.values()) <= set(again.drop), again
+            indexes.apply(conn, again, concurrently=False)
+            assert not set(own.values()) & {r["name"] for r in indexes.list_indexes(conn)}
+    finally:
+        db.drop()

@@ -210,3 +210,26 @@ WHERE org = %(org)s AND superseded_by = ANY(%(ids)s) AND expired_at IS NULL
 -- A memory's current version (to carry an ended valid time over a replay).
 SELECT valid_from, valid_to, state, superseded_by FROM fabric.memory_versions
 WHERE org = %(org)s AND memory_id = %(memory_id)s AND expired_at IS NULL
+
+-- name: org_index_candidates
+-- The orgs that get HNSW indexes of their own (fabric/read/indexes.py): at least min_rows memories,
+-- and at most max_share of all memories.
+SELECT org
+FROM fabric.memories
+GROUP BY org
+HAVING count(*) >= %(min_rows)s
+   AND count(*) <= %(max_share)s * (SELECT count(*) FROM fabric.memories)
+ORDER BY org
+
+-- name: org_indexes
+-- The per-org HNSW indexes that exist (named ix_current_embeddings_org_* / ix_memories_org_*), with
+-- their predicate (which org), size in rows (as of the build or the last ANALYZE) and bytes.
+SELECT c.relname AS name, t.relname AS table_name, pg_get_expr(i.indpred, i.indrelid) AS predicate,
+       greatest(c.reltuples, 0)::bigint AS rows, pg_relation_size(c.oid) AS bytes
+FROM pg_index i
+JOIN pg_class c ON c.oid = i.indexrelid
+JOIN pg_class t ON t.oid = i.indrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = 'fabric'
+  AND (c.relname LIKE 'ix\_current\_embeddings\_org\_%' OR c.relname LIKE 'ix\_memories\_org\_%')
+ORDER BY c.relname

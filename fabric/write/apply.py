@@ -24,6 +24,7 @@ from ..errors import FabricError
 from ..placement.facts import text_key
 from ..placement.intervals import ChainMember, Revision, plan_insert
 from ..placement.validator import Candidate, Decision, IncomingWrite, Validator, check_decision, pregate
+from ..read.indexes import org_index_name
 from ..read.search import (CURRENT_INDEX, ITERATIVE_SCAN_SINCE, VECTOR_SQL, pgvector_version, search_params,
                            session_settings)
 from ..sql import q
@@ -108,6 +109,7 @@ def gather_batch(conn: psycopg.Connection, writes: Sequence[IncomingWrite], embe
     vectors = list(embeddings)
     with conn.pipeline():
         for stmt, args in session_settings(ef_search=max(ef_search, k), index=CURRENT_INDEX,
+                                           org_index="fabric." + org_index_name("current_embeddings", org),
                                            iterative=pgvector_version(conn) >= ITERATIVE_SCAN_SINCE):
             conn.execute(stmt, args)
         near_cur = conn.execute(q("nearest_live_batch"), {"org": org, "k": k, "vectors": vectors})

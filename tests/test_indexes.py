@@ -119,3 +119,39 @@ def test_an_org_with_its_own_hnsw_index_is_searched_through_it(database_url):
             assert not set(own.values()) & {r["name"] for r in indexes.list_indexes(conn)}
     finally:
         db.drop()
+
+
+def test_fabric_index_orgs_builds_lists_and_refuses_bad_input(database_url):
+    """The admin command: --dry-run builds nothing, a run builds the qualifying org's two indexes,
+    `list` shows them with their predicate, and a bad option is a usage error naming the field."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from fabric.cli import app
+    from fabric.read import indexes
+
+    c = sc.build_corpus(sc.QUICK_SIZE, seed=5)
+    db = sc.BenchDatabase(database_url, "orgcli")
+    db.create()
+    try:
+        sc.bulk_load(db, c, lambda msg: None)
+        medium = c.orgs[sc.MEDIUM_ORG_INDEX]
+        size = str(len(c.org_memories(sc.MEDIUM_ORG_INDEX)))
+        runner, env = CliRunner(), {"DATABASE_URL": db.url}
+        res = runner.invoke(app, ["index", "orgs", "--min-rows", size, "--dry-run", "--json"], env=env)
+        assert res.exit_code == 0, res.output
+        planned = {r["index"] for r in json.loads(res.stdout)["created"]}
+        assert {indexes.org_index_name(t, medium) for t in indexes.TABLES} <= planned
+        res = runner.invoke(app, ["index", "list", "--json"], env=env)
+        assert json.loads(res.stdout) == []          # the dry run built nothing
+        res = runner.invoke(app, ["index", "orgs", "--min-rows", size, "--json"], env=env)
+        assert res.exit_code == 0, res.output
+        listed = {r["name"]: r for r in json.loads(runner.invoke(app, ["index", "list", "--json"], env=env).stdout)}
+        assert set(listed) == planned
+        own = listed[indexes.org_index_name("memories", medium)]
+        assert own["predicate"] == f"(org = '{medium}'::text)" and own["rows"] == int(size)
+        res = runner.invoke(app, ["index", "orgs", "--max-share", "1.5"], env=env)
+        assert res.exit_code == 2 and "max_share" in res.output
+    finally:
+        db.drop()

@@ -84,7 +84,11 @@ def test_an_org_with_its_own_hnsw_index_is_searched_through_it(database_url):
         sc.bulk_load(db, c, lambda msg: None)
         medium, large = c.orgs[sc.MEDIUM_ORG_INDEX], c.orgs[c.large_org]
         size = len(c.org_memories(sc.MEDIUM_ORG_INDEX))
+        others = ("SELECT indexname FROM pg_indexes WHERE schemaname = 'fabric' "
+                  "AND tablename IN ('memories', 'current_embeddings') ORDER BY 1")
         with psycopg.connect(db.url, autocommit=True) as conn:
+            before = [r[0] for r in conn.execute(others)]
+            assert "ix_memories_org_root_id" in before   # a migration's index, named ix_memories_org_ too
             p = indexes.plan(conn, min_rows=size, max_share=0.5)
             assert (("current_embeddings", medium, indexes.org_index_name("current_embeddings", medium))
                     in p.create), p
@@ -111,12 +115,14 @@ def test_an_org_with_its_own_hnsw_index_is_searched_through_it(database_url):
                 if expect:
                     assert expect in plan, (mode, current, plan)
                 else:
-                    assert "_org_" not in plan, (mode, current, plan)
+                    assert "_embedding_org_" not in plan, (mode, current, plan)
         with psycopg.connect(db.url, autocommit=True) as conn:
             again = indexes.plan(conn, min_rows=size + 1, max_share=0.5)   # the medium org no longer qualifies
             assert set(own.values()) <= set(again.drop), again
             indexes.apply(conn, again, concurrently=False)
             assert not set(own.values()) & {r["name"] for r in indexes.list_indexes(conn)}
+            # every other index is as it was: the command drops only partial HNSW indexes of its own
+            assert [r[0] for r in conn.execute(others) if r[0] not in again.keep] == before
     finally:
         db.drop()
 

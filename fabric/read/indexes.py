@@ -14,7 +14,9 @@ nothing and would double the biggest build). `fabric index orgs` creates the mis
 the ones whose org no longer qualifies; run it after a bulk load and from time to time (as ANALYZE).
 
 Names are derived from the org (md5, so any org name fits PostgreSQL's 63-byte identifiers): the
-search finds its org's index with to_regclass, no catalogue table to keep in step."""
+search finds its org's index with to_regclass, no catalogue table to keep in step. The command
+recognises its own indexes by the whole name (prefix and 16 hex digits), the HNSW method and a
+predicate, never by a prefix alone: migrations' B-tree indexes are named ix_memories_org_... too."""
 
 from __future__ import annotations
 
@@ -33,7 +35,9 @@ MIN_ROWS = 2_000      # an org smaller than this is searched through the shared 
 MAX_SHARE = 0.5       # an org holding more than this share of the memories is the shared graph
 # The two embedding tables: current-state reads search current_embeddings, time travel memories.
 TABLES = ("current_embeddings", "memories")
-PREFIX = {"current_embeddings": "ix_current_embeddings_org_", "memories": "ix_memories_org_"}
+# Distinct from every index a migration creates (ix_memories_org_root_id and the like): the command
+# drops what matches its pattern and is not wanted (fabric/sql/admin.sql, org_indexes).
+PREFIX = {"current_embeddings": "ix_current_embeddings_embedding_org_", "memories": "ix_memories_embedding_org_"}
 # As the shared indexes (migrations 0001, 0006): one graph shape everywhere.
 HNSW_WITH = "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
 

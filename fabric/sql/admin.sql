@@ -222,14 +222,17 @@ HAVING count(*) >= %(min_rows)s
 ORDER BY org
 
 -- name: org_indexes
--- The per-org HNSW indexes that exist (named ix_current_embeddings_org_* / ix_memories_org_*), with
--- their predicate (which org), size in rows (as of the build or the last ANALYZE) and bytes.
+-- The per-org HNSW indexes that exist (fabric/read/indexes.py names them
+-- ix_current_embeddings_embedding_org_<16 hex> / ix_memories_embedding_org_<16 hex>), with their
+-- predicate (which org), size in rows (as of the build or the last ANALYZE) and bytes. Only partial
+-- HNSW indexes with such a name: `fabric index orgs` drops what this returns and no org needs.
 SELECT c.relname AS name, t.relname AS table_name, pg_get_expr(i.indpred, i.indrelid) AS predicate,
        greatest(c.reltuples, 0)::bigint AS rows, pg_relation_size(c.oid) AS bytes
 FROM pg_index i
 JOIN pg_class c ON c.oid = i.indexrelid
 JOIN pg_class t ON t.oid = i.indrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = 'fabric'
-  AND (c.relname LIKE 'ix\_current\_embeddings\_org\_%' OR c.relname LIKE 'ix\_memories\_org\_%')
+JOIN pg_am a ON a.oid = c.relam
+WHERE n.nspname = 'fabric' AND a.amname = 'hnsw' AND i.indpred IS NOT NULL
+  AND c.relname ~ '^ix_(current_embeddings|memories)_embedding_org_[0-9a-f]{16}$'
 ORDER BY c.relname

@@ -1199,7 +1199,7 @@ class ReadBench:
         """The hnsw.ef_search the library searches with for this case (sized from the index it uses)."""
         with self.conn.transaction():
             self._settings(self._params(x))
-            return int(self.conn.execute("SELECT current_setting('hnsw.ef_search') AS ef").fetchone()["ef"])
+            return int(one(self.conn.execute("SELECT current_setting('hnsw.ef_search') AS ef"))["ef"])
 
     def _settings(self, params: dict[str, Any]) -> None:
         """The settings the library runs this search with."""

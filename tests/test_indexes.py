@@ -157,6 +157,11 @@ def test_fabric_index_orgs_builds_lists_and_refuses_bad_input(database_url):
         assert set(listed) == planned
         own = listed[indexes.org_index_name("memories", medium)]
         assert own["predicate"] == f"(org = '{medium}'::text)" and own["rows"] == int(size)
+        assert own["valid"] is True
+        with psycopg.connect(db.url, autocommit=True) as conn:   # a build that failed half way
+            conn.execute(f"UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'fabric.{own['name']}'::regclass")
+            again = indexes.plan(conn, min_rows=int(size))
+        assert own["name"] in again.drop and own["name"] in {n for _, _, n in again.create}, again
         res = runner.invoke(app, ["index", "orgs", "--max-share", "1.5"], env=env)
         assert res.exit_code == 2 and "max_share" in res.output
     finally:

@@ -60,8 +60,9 @@ def list_(as_json: bool = JsonOpt) -> None:
         print_json(rows)
         return
     table = Table(title="per-org HNSW indexes")
-    for col in ("name", "table", "predicate", "rows", "MB"):
+    for col in ("name", "table", "predicate", "rows", "MB", "valid"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["name"], r["table_name"], r["predicate"], str(r["rows"]), f"{r['bytes'] / 2**20:.1f}")
+        table.add_row(r["name"], r["table_name"], r["predicate"], str(r["rows"]), f"{r['bytes'] / 2**20:.1f}",
+                      "yes" if r["valid"] else "no (a failed build: `fabric index orgs` rebuilds it)")
     console.print(table)

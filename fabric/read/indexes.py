@@ -64,10 +64,12 @@ def plan(conn: psycopg.Connection, *, min_rows: int = MIN_ROWS, max_share: float
     cur = conn.cursor(row_factory=tuple_row)
     orgs = [r[0] for r in cur.execute(q("org_index_candidates"),
                                       {"min_rows": min_rows, "max_share": max_share}).fetchall()]
-    existing = {r[0] for r in cur.execute(q("org_indexes")).fetchall()}
+    found = cur.execute(q("org_indexes")).fetchall()
+    existing = {r[0] for r in found if r[5]}
+    invalid = {r[0] for r in found if not r[5]}   # a failed CONCURRENTLY build: drop it, build again
     wanted = {org_index_name(t, o): (t, o) for o in orgs for t in TABLES}
     return OrgIndexPlan(create=[(t, o, name) for name, (t, o) in sorted(wanted.items()) if name not in existing],
-                        drop=sorted(existing - set(wanted)), keep=sorted(existing & set(wanted)))
+                        drop=sorted((existing - set(wanted)) | invalid), keep=sorted(existing & set(wanted)))
 
 
 def create_sql(table: str, org: str, *, concurrently: bool) -> sql.Composed:

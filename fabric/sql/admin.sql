@@ -227,7 +227,8 @@ ORDER BY org
 -- predicate (which org), size in rows (as of the build or the last ANALYZE) and bytes. Only partial
 -- HNSW indexes with such a name: `fabric index orgs` drops what this returns and no org needs.
 SELECT c.relname AS name, t.relname AS table_name, pg_get_expr(i.indpred, i.indrelid) AS predicate,
-       greatest(c.reltuples, 0)::bigint AS rows, pg_relation_size(c.oid) AS bytes
+       greatest(c.reltuples, 0)::bigint AS rows, pg_relation_size(c.oid) AS bytes,
+       i.indisvalid AS valid   -- false: a CONCURRENTLY build that failed half way
 FROM pg_index i
 JOIN pg_class c ON c.oid = i.indexrelid
 JOIN pg_class t ON t.oid = i.indrelid

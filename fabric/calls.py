@@ -46,23 +46,26 @@ def batch_item_error(i: int, exc: ValidationError) -> ValidationError:
 
 def plan_accept(reqs: Sequence[WriteRequest], batch: int
                 ) -> tuple[list[tuple[uuid.UUID, WriteRequest, str]], list[tuple[str, str, list[str]]], list[str]]:
-    """Give each write an id and a placement job (one job per org per embedding batch).
+    """Give each write an id and a placement job: each org's writes, in order, in jobs of up to `batch`,
+    the orgs' jobs taking turns in the queue.
 
-    Returns (rows: (write id, request, job id), jobs: (job id, org, [write ids]), orgs sorted)."""
+    A call interleaving orgs still gets full jobs (cut per batch of the call, 4 orgs made jobs of 16):
+    a job costs a worker ~12 ms besides its writes (RQ, reading the writes, one embedding request).
+    Returns (rows: (write id, request, job id) in the order of `reqs`, jobs: (job id, org, [write ids]),
+    orgs sorted)."""
     from . import queue as fq  # redis and rq: imported by writes only
     rows: list[tuple[uuid.UUID, WriteRequest, str]] = []
-    jobs: list[tuple[str, str, list[str]]] = []
-    for start in range(0, len(reqs), batch):
-        chunk = reqs[start:start + batch]
-        by_org: dict[str, list[str]] = {}
-        job_ids: dict[str, str] = {}
-        for r in chunk:
-            wid = uuid.uuid4()
-            job_id = job_ids.setdefault(r.org, fq.new_job_id())
-            by_org.setdefault(r.org, []).append(str(wid))
-            rows.append((wid, r, job_id))
-        jobs.extend((job_ids[o], o, ids) for o, ids in by_org.items())
-    return rows, jobs, sorted({r.org for r in reqs})
+    per_org: dict[str, list[tuple[str, str, list[str]]]] = {}
+    for r in reqs:
+        jobs_of_org = per_org.setdefault(r.org, [])
+        if not jobs_of_org or len(jobs_of_org[-1][2]) >= batch:
+            jobs_of_org.append((fq.new_job_id(), r.org, []))
+        wid = uuid.uuid4()
+        jobs_of_org[-1][2].append(str(wid))
+        rows.append((wid, r, jobs_of_org[-1][0]))
+    turns = max((len(js) for js in per_org.values()), default=0)
+    jobs = [js[turn] for turn in range(turns) for js in per_org.values() if turn < len(js)]
+    return rows, jobs, sorted(per_org)
 
 
 def write_params(wid: uuid.UUID, r: WriteRequest, job_id: str) -> dict[str, Any]:

@@ -578,6 +578,32 @@ def _qualified(old: Reading, new: Reading, shared: set[str]) -> str | None:
     return " ".join(added) if added and inside and "X" not in added and "Y" not in added else None
 
 
+# Adjectives of time or status: the same item, told as it stands ("the current fee" / "the regular fee").
+_STATUS_WORDS = frozenset(stem(w) for w in """current former latest present old previous original revised updated
+    official usual regular standard normal full total overall actual""".split())
+
+
+def _modifiers(r: Reading, shared: set[str], nouns: set[str], implied: frozenset[str]) -> set[str]:
+    """The words right before a noun both sentences use ("junior" in "X's junior membership is ..."),
+    as compared stems ("annual" is "year")."""
+    t = ["", *_tokens(r, shared)]
+    return {word_key(w) for d, w, n in zip(t, t[1:], t[2:])  # after "the", "a", "its", "X's": an adjective
+            if (d in _DETERMINERS or d == "X") and w not in _STOP and w not in ("X", "Y")
+            and word_key(n) in nouns and word_key(w) not in implied and stem(w) not in _STATUS_WORDS}
+
+
+def _other_modifier(old: Reading, new: Reading, shared: set[str], implied: frozenset[str]) -> str | None:
+    """The attribute's noun qualified on both sides, by a word the other sentence says nowhere ("the annual
+    membership is 240 pounds" / "the junior membership is 90 pounds a year"): another item. A period said
+    either way ("annual" / "a year") is one period, not another item."""
+    nouns = set(old.words) & set(new.words)  # "the yearly fee" / "the corporate fee": a price noun too
+    mods_old, mods_new = _modifiers(old, shared, nouns, implied), _modifiers(new, shared, nouns, implied)
+    if not mods_old or not mods_new or mods_old == mods_new:
+        return None
+    extra = (mods_old - set(new.words)) | (mods_new - set(old.words))
+    return " ".join(sorted(extra)) or None
+
+
 _COPULA = re.compile(r"\s+(?:(?:now|also|still|currently|then)\s+)?(?:is|was|are|were|remains|has been|will be|'s)\b")
 
 
@@ -765,7 +791,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     roles_old, roles_new = _roles(old, shared), _roles(new, shared)
     if roles_old and roles_new and not roles_old & roles_new:  # "the owner of X" / "X's head baker"
         return Aligned("separate", f"another role ({' '.join(sorted(roles_old))} / {' '.join(sorted(roles_new))})")
-    qualifier = _qualified(old, new, shared)
+    qualifier = _qualified(old, new, shared) or (
+        _other_modifier(old, new, shared, implied) if a.unit == b.unit == "money" else None)
     if qualifier:
         return Aligned("separate", f"a qualifier on one side only ({qualifier})", veto=True)
     if a.kind == "name" and (_acts(old, a, shared) and _acts(new, b, shared)

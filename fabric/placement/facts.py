@@ -62,6 +62,8 @@ _LEADS = (r"\b(?:leads|heads|runs|running)\b"
 _TEAM_NOUN = r"(?:team|squad|department|dept)\b"
 _NOT_TEAM = r"(?!\s+(?:the\s+)?§\s+" + _TEAM_NOUN + ")"  # "joined the § team" is no employer, "moved to" no home
 
+_HELD = r"(?:subscriptions?|memberships?|accounts?|licen[cs]es?|season tickets?|passe?s?|cards?)\b"
+
 # Order matters only for naming: the first group two sentences share names their attribute.
 RELATIONS: tuple[Relation, ...] = (
     _rel("ceo", r"\bchief executive(?: officer)?\b|\bceo\b|\bled\b|\bhelms?\b|\bat the helm\b|\bheaded\b|\brun by\b"
@@ -86,6 +88,14 @@ RELATIONS: tuple[Relation, ...] = (
                      r"|\bemployee (?:of|at)\b|\bis an? (?:[a-z-]+ ){1,2}at\b",
          r"\bemploys\b|\bhired\b(?! by)"),
     _rel("lead", r"\blead\b|\bled by\b|\bheaded by\b|\bin charge of\b|\brun by\b|" + _LEADS, _LEADS),
+    # "has a subscription to X", "holds a membership at X", "has an account with X": one held among many
+    # (but "has a subscription to the Pro plan": the billing plan)
+    _rel("holdings", r"\b(?:has|have|had|holds?|held|owns?|keeps?|got|gets|took out|takes out|bought|buys)"
+                     r"\s+(?:an?|another|one|two|three|several)\s+"
+                     r"(?:(?:[a-z-]+\s+)?" + _HELD + r"\s+(?:to|with|at|for|of|from|in|on)\b"
+                     r"(?!\s+(?:the\s+|an?\s+)?(?:§\s+)?(?:[a-z-]+\s+)?(?:plan|tier|package)\b)"
+                     r"|§\S*\s+" + _HELD + ")",  # "has a Netflix subscription": the name before the noun
+         multi=True),
     _rel("account_manager", r"\baccount (?:manager|executive|owner|lead)\b|\bcustomer success manager\b|\bcsm\b"
                             r"|\b(?:point of|primary|main) contact\b|\blooks after\b|\bhandles\b|\baccount\b",
          r"\blooks after\b|\bhandles\b"),

@@ -215,7 +215,7 @@ class Fabric:
         metrics.writes_accepted(len(rows))
         enqueued = True
         try:
-            fq.enqueue_jobs(self.queue, jobs, timeout=self.settings.job_timeout, retries=self.settings.job_retries)
+            fq.enqueue_jobs(self.queue, jobs, timeout=self.settings.job_timeout_for, retries=self.settings.job_retries)
         except QueueError as exc:
             # Accepted anyway: Postgres holds the write; the reconciler queues it when Redis is back.
             enqueued = False

@@ -151,6 +151,29 @@ def test_rules_first_settle_what_they_read_and_ask_the_model_the_rest(openai_stu
     assert openai_stub.count == 1 and v.stats.snapshot()["decisions"] == 1
 
 
+def test_a_threshold_call_of_the_rules_goes_to_the_model(openai_stub):
+    """The rules call a swapped value "another attribute" when the two relation phrasings' embeddings fall
+    just under their bar; that is not a sure reading, so the model is asked (and a reading resting on
+    names or on the lexicon is still settled without a request)."""
+    from fabric.placement.llm import borderline
+    from fabric.placement.rules import RuleValidator
+
+    old = cand("Dmitri Volkov's working language is Russian.")
+    new = incoming("Dmitri Volkov now prefers to work in German.")
+    rules = RuleValidator()
+    assert rules.verdict(new, old) == "separate" and borderline(new, old)
+    twin_old, twin = cand("Tomasz Wren lives in Gdansk."), incoming("Tomasz Reyes resides in Krakow.")
+    assert rules.verdict(twin, twin_old) == "separate" and not borderline(twin, twin_old)
+    openai_stub.script(lambda body: answer("contradiction_fork", label_of(body, "Russian"), subject="Dmitri Volkov",
+                                           relation="working_language", value="German", confidence=0.9))
+    v = validator(openai_stub, rules=rules)
+    d = v.decide(new, [old])
+    assert (d.kind, d.target_id, d.called) == ("contradiction_fork", old.id, True)
+    assert openai_stub.count == 1
+    d = v.decide(twin, [twin_old])
+    assert (d.kind, d.called) == ("new_branch", False) and openai_stub.count == 1
+
+
 def test_the_models_keys_are_made_canonical(openai_stub):
     """A text-only write the model placed carries one relation name per attribute: the rules' reading of
     its sentence, the corrected memory's key, a lexicon name its words spell, or a neighbour's name."""

@@ -47,7 +47,8 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ConfigurationError, ValidatorError
 from . import prompts
-from .facts import RELATIONS
+from .align import compare_aligned, relation_similarity
+from .facts import RELATIONS, compare, extract
 from .rules import RuleValidator, with_text_keys
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
 
@@ -337,7 +338,7 @@ def rules_are_sure(rules: RuleValidator, write: IncomingWrite, candidates: Seque
         return True
     if decision.kind == "new_branch":
         near = [c for c in candidates if c.similarity >= near_similarity or c.key_match]
-        return bool(near) and all(rules.verdict(write, c) == "separate" for c in near)
+        return bool(near) and all(rules.verdict(write, c) == "separate" and not borderline(write, c) for c in near)
     target = next((c for c in candidates if c.id == decision.target_id), None)
     if target is None:
         return False
@@ -345,6 +346,21 @@ def rules_are_sure(rules: RuleValidator, write: IncomingWrite, candidates: Seque
     # in_time: a repeat valid from before the memory it repeats is kept as that fact's history
     history = verdict == "duplicate" and decision.kind == "contradiction_fork" and write.valid_from < target.valid_from
     return verdict == decision.kind or history
+
+
+def borderline(write: IncomingWrite, c: Candidate) -> bool:
+    """Is a "separate" reading only a threshold call? The alignment found the same subject with one value
+    swapped and the relation in other words, and calls it another attribute because the two masked
+    phrases' embeddings fall under its similarity bar ("ships for" / "shipping fee"): the rules cannot
+    tell a rewording from another attribute there, so the model is asked. A separate reading the
+    lexicon made itself, or one resting on names (a twin, a relative, another subject), stays sure."""
+    if write.keyed:
+        return False
+    new, old = extract(write.content, c.content), extract(c.content, write.content)
+    if new is not None and old is not None and compare(old, new) == "separate":
+        return False
+    aligned = compare_aligned(c.content, write.content, relation_similarity, c.similarity)
+    return aligned.verdict == "separate" and not aligned.veto and aligned.why.startswith("another relation")
 
 
 def text_key(write: IncomingWrite, decision: Decision, candidates: Sequence[Candidate], subject: str | None,

@@ -47,7 +47,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ConfigurationError, ValidatorError
 from . import prompts
-from .align import compare_aligned, relation_similarity
+from .align import canonical, compare_aligned, read, relation_similarity
 from .facts import RELATIONS, compare, extract
 from .rules import RuleValidator, with_text_keys
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
@@ -298,7 +298,7 @@ class LLMValidator:
         kind, reason = ans.kind, (ans.reason or "").strip()[:500] or "(no reason given)"
         # a keyed write is about its own key; a text-only one about what the model read in it
         said = (write.subject, write.value) if write.keyed else (_clean(ans.subject), _clean(ans.value))
-        doubt = self._doubt(kind, confidence, *said, target)
+        doubt = self._doubt(kind, confidence, *said, target, write.content, _clean(ans.target_value))
         if doubt:
             log.info("llm decision not applied", extra={"action": "llm_unsure", "write_id": str(write.id),
                                                         "decision": kind, "doubt": doubt})
@@ -311,8 +311,12 @@ class LLMValidator:
                         _clean(ans.value))
 
     def _doubt(self, kind: str, confidence: float, subject: str | None, value: str | None,
-               target: Candidate | None) -> str | None:
-        """Why a destructive decision (an invalidation, or refusing the write) should not be applied."""
+               target: Candidate | None, content: str = "", target_value: str | None = None) -> str | None:
+        """Why a destructive decision (an invalidation, or refusing the write) should not be applied.
+
+        A correction must be one the model can point at: the old value it names is in the target and
+        differs from the new one (a small model "corrects" a guitar the target never mentioned), and the
+        new sentence does not say outright that it adds a value ("also", "another")."""
         if target is None or kind not in ("contradiction_fork", "duplicate"):
             return None
         target_words = set(words(target.content + " " + (target.subject or "")))
@@ -325,6 +329,14 @@ class LLMValidator:
             return f"confidence {confidence:.2f} below {self.min_fork_confidence:.2f}"
         if value and re.search(rf"\b{re.escape(normalise(value))}\b", normalise(target.content)):
             return f"the value {value!r} is already in the target: not a changed value"
+        if target_value is None:
+            return "no old value named"
+        if value and normalise(value) == normalise(target_value):
+            return f"the old value it names is the new one ({value!r}): not a changed value"
+        if not _stated_in(target_value, target.content):
+            return f"the old value it names ({target_value!r}) is not in the target"
+        if read(content).also and not read(target.content).also:
+            return "the new memory adds a value outright (also / another): it replaces none"
         return None
 
 
@@ -415,6 +427,18 @@ def _names(subject: str | None) -> list[str]:
 
 _COMMON = frozenset("the a an our their his her its my your this that of and in at on for to by with "
                     "ceo cfo cto coo vp chief executive officer head".split())
+
+
+def _stem(w: str) -> str:
+    return w[:5] if w.isalpha() else w
+
+
+def _stated_in(value: str, text: str) -> bool:
+    """Does the text state the value, give or take inflection ("Tuesday" / "Tuesdays") and the way a
+    number or time is written ("nine" / "9", "10am" / "10:00")? At least one of its telling words."""
+    have = {_stem(w) for w in words(canonical(text))}
+    telling = [w for w in words(canonical(value)) if w not in _COMMON and len(w) > 1 or w.isdigit()]
+    return any(_stem(w) in have for w in telling) if telling else True
 
 
 def _content_retry(kind: str, message: str, content: str, tokens: tuple[int, int] | None = None) -> _Retry:

@@ -164,8 +164,8 @@ def test_rules_first_settle_what_they_read_and_ask_the_model_the_rest(openai_stu
     # Nothing the rules can read: the model decides (and its guard still applies).
     meeting = cand("The weekly sync is on Monday at 10am.")
     openai_stub.script(lambda body: answer("contradiction_fork", label_of(body, "10am"), subject="weekly sync",
-                                           relation="Meeting Time", value="Monday at 11am", target_value="Monday at 10am",
-                                           confidence=0.9))
+                                           relation="Meeting Time", value="Monday at 11am",
+                                           target_value="Monday at 10am", confidence=0.9))
     d = v.decide(incoming("We now meet for the weekly sync an hour later."), [meeting])
     assert (d.kind, d.target_id, d.called, d.validator) == ("contradiction_fork", meeting.id, True, "llm")
     assert (d.subject, d.relation, d.value) == ("weekly sync", "meeting_time", "Monday at 11am")
@@ -436,8 +436,8 @@ def test_worker_places_by_the_llm_decision(llm_fab, stub, org):
     assert first.decision == "new_branch" and first.validator == "pregate" and stub.count == 0
 
     stub.script(lambda body: answer("contradiction_fork", label_of(body, "Monday at 10am"), subject="weekly sync",
-                                    relation="meeting_time", value="Monday at 11am", target_value="10am", reason="time moved",
-                                    confidence=0.85))
+                                    relation="meeting_time", value="Monday at 11am", target_value="10am",
+                                    reason="time moved", confidence=0.85))
     # worded so that the rules cannot read it: the model decides
     p = llm_fab.wait(llm_fab.write("We now meet for the weekly sync an hour later.", org=org), timeout=60)
     assert stub.count == 1

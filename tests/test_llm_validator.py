@@ -601,7 +601,8 @@ def test_bench_command_runs(monkeypatch):
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["llm_configured"] is False
-    assert [s["set"] for s in out["sets"]] == ["placement_pairs_v2.jsonl", "placement_pairs.jsonl"]
+    assert [s["set"] for s in out["sets"]] == ["placement_pairs_v2.jsonl", "placement_pairs_v4.jsonl",
+                                               "placement_pairs.jsonl"]
     assert all([r["validator"] for r in s["runs"]] == ["rule"] for s in out["sets"])
     res = runner.invoke(app, ["bench", "validators", "--split", "tune"])
     assert res.exit_code == 0 and "overall" in res.stdout and "confusion" in res.stdout

@@ -23,7 +23,6 @@ plain vector memory returns), run in the same call. The scoring is the temporal 
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import secrets
@@ -35,8 +34,10 @@ from typing import Any, Callable, Sequence
 
 from ..errors import ValidationError
 from ..types import utcnow
+from .labelled import records
 from .temporal import (
-    LAST_PHASE, TOP_K, WAIT_TIMEOUT, Case, FabricBackend, Fact, FlatBackend, Query, _same, evaluate, expected_value,
+    LAST_PHASE, TOP_K, WAIT_TIMEOUT, Case, FabricBackend, Fact, Query, _same, evaluate, expected_value,
+    pgvector_backend,
 )
 
 log = logging.getLogger(__name__)
@@ -129,16 +130,7 @@ def parse_chain(rec: Any, where: str) -> Chain:
 
 def load_chains(path: str | Path | None = None) -> list[Chain]:
     p = Path(path) if path else DEFAULT_CHAINS
-    if not p.is_file():
-        raise ValidationError("chains", f"no chain set at {p} (pass --chains PATH)")
-    chains = []
-    for n, line in enumerate(p.read_text().splitlines(), 1):
-        if line.strip():
-            try:
-                rec = json.loads(line)
-            except ValueError as exc:
-                raise ValidationError(f"chains line {n}", f"not JSON: {exc}") from None
-            chains.append(parse_chain(rec, f"chains line {n}"))
+    chains = [parse_chain(rec, where) for where, rec in records(p, "chains", "chain set")]
     if not chains:
         raise ValidationError("chains", f"{p} holds no chains")
     ids = [c.id for c in chains]
@@ -248,16 +240,8 @@ def run(fab: Any, chains: Sequence[Chain], *, backends: Sequence[str] = BACKENDS
             if name == "fabric-text":
                 active.append(FabricBackend(fab, keyed=False, run_id=run_id))
             else:
-                import psycopg
-
-                from .flat import FlatPgvector
-
-                conn = psycopg.connect(fab.database_url, autocommit=True)
-                dim = fab.embedder.dim
-                def flat_table(n: str, c: psycopg.Connection = conn, d: int = dim) -> FlatPgvector:
-                    return FlatPgvector(c, n, dim=d)
-
-                active.append(FlatBackend("pgvector", flat_table, fab.embedder, run_id=run_id))
+                backend, conn = pgvector_backend(fab, run_id)
+                active.append(backend)
         fab.embedder.embed(["warm up"])
         if "fabric-text" in backends:  # the worker loads its model before the first timed write
             fab.wait(fab.write("Warm-up note for the benchmark.", org=f"bench-{run_id}-warmup"), timeout=WAIT_TIMEOUT)

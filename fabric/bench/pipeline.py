@@ -25,6 +25,7 @@ from ..api import Fabric
 from ..db import one
 from ..sql import q
 from ..types import utcnow
+from .measure import percentile
 
 NAMES = ["Ada Moreau", "Bram Ilves", "Chen Wu", "Dara Okafor", "Emil Sand", "Farah Nadeem", "Goran Lind",
          "Hana Sato", "Ivo Petrov", "Jana Novak", "Kofi Mensah", "Lea Roux", "Mateo Silva", "Nora Berg",
@@ -33,13 +34,6 @@ CITIES = ["Lisbon", "Tallinn", "Osaka", "Lagos", "Bergen", "Quito", "Leipzig", "
 TEAMS = ["payments", "search", "billing", "infra", "mobile", "growth", "data", "security"]
 HOBBIES = ["plays the cello", "climbs on weekends", "keeps bees", "restores old radios", "runs marathons",
            "paints watercolours", "brews cider", "sails dinghies"]
-
-
-def percentile(values: list[float], p: float) -> float:
-    if not values:
-        return float("nan")
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
 
 
 @dataclass

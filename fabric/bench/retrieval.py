@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 import numpy as np
 import psycopg
 
+from .measure import percentile
+
 if TYPE_CHECKING:
     from ..db import Conn
 
@@ -398,11 +400,6 @@ def synthetic_corpus(size: int, *, seed: int, embedder: Any, bases: int = 400, c
     return SyntheticCorpus(rows, vectors.astype(np.float32), facts)
 
 
-def _pct(values: Sequence[float], p: float) -> float:
-    xs = sorted(values)
-    return xs[min(len(xs) - 1, max(0, int(round(p / 100 * (len(xs) - 1)))))]
-
-
 @dataclass
 class LatencyRow:
     size: int
@@ -544,7 +541,7 @@ def run(*, database_url: str | None = None, quick: bool = False, seed: int = 7, 
                 plans[size] = [line if len(line) <= 200 else line[:197] + "..." for line in plan]
                 for mode in MODES:
                     ts = times[mode]
-                    latency.append(LatencyRow(size, mode, len(ts), statistics.median(ts), _pct(ts, 95),
+                    latency.append(LatencyRow(size, mode, len(ts), statistics.median(ts), percentile(ts, 95),
                                               statistics.fmean(ts)))
         finally:
             fab.close()

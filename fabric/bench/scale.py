@@ -49,6 +49,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from ..db import Conn, one
 from ..errors import ConfigurationError, DatabaseError, ValidationError
 
 log = logging.getLogger(__name__)
@@ -584,6 +585,11 @@ def _ts(us: int) -> datetime | None:
     return None if us >= NEVER else EPOCH + timedelta(microseconds=int(us))
 
 
+def _at(us: int) -> datetime:
+    """`_ts` of a time that is never open-ended (a recording time, a valid_from)."""
+    return EPOCH + timedelta(microseconds=int(us))
+
+
 class BenchDatabase:
     """A database of its own on the configured server: created, migrated, dropped at the end."""
 
@@ -611,7 +617,7 @@ class BenchDatabase:
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(self.name)))
 
-    def connect(self, *, autocommit: bool = False) -> psycopg.Connection:
+    def connect(self, *, autocommit: bool = False) -> Conn:
         conn = psycopg.connect(self.url, autocommit=autocommit, row_factory=dict_row)
         register_vector(conn)
         if not autocommit:
@@ -725,7 +731,7 @@ def bulk_load(db: BenchDatabase, c: Corpus, progress: Progress) -> dict[str, flo
     return timings
 
 
-def _copy(conn: psycopg.Connection, table: str, columns: Sequence[str], types: Sequence[str], rows) -> None:
+def _copy(conn: Conn, table: str, columns: Sequence[str], types: Sequence[str], rows) -> None:
     stmt = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
         sql.Identifier("fabric", table), sql.SQL(", ").join(map(sql.Identifier, columns)))
     with conn.cursor() as cur, cur.copy(stmt) as cp:
@@ -734,10 +740,10 @@ def _copy(conn: psycopg.Connection, table: str, columns: Sequence[str], types: S
             cp.write_row(row)
 
 
-def _copy_all(conn: psycopg.Connection, c: Corpus, progress: Progress) -> None:
+def _copy_all(conn: Conn, c: Corpus, progress: Progress) -> None:
     n = c.n
     org = c.orgs
-    org_first = {}
+    org_first: dict[int, int] = {}
     for i in range(n):
         org_first.setdefault(int(c.org_of[i]), i)
     _copy(conn, "orgs", ("org", "created_at"), ("text", "timestamptz"),
@@ -745,7 +751,7 @@ def _copy_all(conn: psycopg.Connection, c: Corpus, progress: Progress) -> None:
     ids = [c.mem_uuid(i) for i in range(n)]
     wids = [c.uid(c.write_ids, i) for i in range(n)]
     dids = [c.uid(c.decision_ids, i) for i in range(n)]
-    rec = [_ts(int(x)) for x in c.rec]
+    rec = [_at(int(x)) for x in c.rec]
     vf = [_ts(int(x)) for x in c.vf]
     wvt = [_ts(int(x)) for x in c.wvt]
     kinds = [KIND_CODES[k] for k in c.kind]
@@ -868,8 +874,8 @@ class FlatBaseline:
 
     def disk_bytes(self) -> int:
         with self.conn.transaction():
-            return int(self.conn.execute("SELECT pg_total_relation_size(%s::regclass) AS b",
-                                         (f"{self.schema}.flat_{self.store.name}",)).fetchone()["b"])
+            return int(one(self.conn.execute("SELECT pg_total_relation_size(%s::regclass) AS b",
+                                             (f"{self.schema}.flat_{self.store.name}",)))["b"])
 
     def close(self) -> None:
         self.conn.close()
@@ -916,7 +922,7 @@ def _percentiles(lat_ms: Sequence[float]) -> dict[str, float]:
 Meter = Callable[[], tuple[int, int]]  # CPU-time counters in nanoseconds: (server, client)
 
 
-def backend_cpu_meter(conn: psycopg.Connection) -> Meter | None:
+def backend_cpu_meter(conn: Conn) -> Meter | None:
     """(on-CPU time of this connection's server backend, from /proc/<pid>/schedstat: run time, not
     the time spent waiting for a CPU; CPU time of the calling thread, i.e. the client decoding rows).
     None when the server is not on this machine (or /proc does not show it)."""
@@ -980,7 +986,7 @@ def _run_interleaved(fns: dict[str, Callable[[Any], Any]], inputs: Sequence[Any]
     return {n: (lat[n], outs[n], cpu[n]) for n in names}
 
 
-def _explain(conn: psycopg.Connection, query: str, params: dict[str, Any]) -> list[str]:
+def _explain(conn: Conn, query: str, params: dict[str, Any]) -> list[str]:
     rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + query, params).fetchall()
     return [_shorten_vectors(next(iter(r.values())) if isinstance(r, dict) else r[0]) for r in rows]
 
@@ -1015,7 +1021,7 @@ class SearchCase:
 def _search_cases(c: Corpus, rng: np.random.Generator, org: int, mode: str, count: int) -> list[SearchCase]:
     now = c.now_us
     t0 = int(c.org_t0[org])
-    cases = []
+    cases: list[SearchCase] = []
     tries = 0
     while len(cases) < count and tries < count * 20:
         tries += 1
@@ -1086,7 +1092,7 @@ class ReadBench:
         def run(x: SearchCase):
             with self.conn.transaction():
                 rows = fsearch.vector_search(self.conn, org=org_name[x.org], query=x.vec, k=K,
-                                             valid_at=_ts(x.valid_us), known_at=_ts(x.known_us),
+                                             valid_at=_at(x.valid_us), known_at=_at(x.known_us),
                                              ef_search=EF_SEARCH, current=x.current)
             return [r["id"] for r in rows]
 
@@ -1131,7 +1137,7 @@ class ReadBench:
         def run(x: SearchCase):
             with self.conn.transaction():
                 rows = run_search(self.conn, org=org_name[x.org], text=x.text, vector=x.vec, mode="hybrid", k=K,
-                                  valid_at=_ts(x.valid_us), known_at=_ts(x.known_us), ef_search=EF_SEARCH,
+                                  valid_at=_at(x.valid_us), known_at=_at(x.known_us), ef_search=EF_SEARCH,
                                   current=x.current)
             return len(rows)
 
@@ -1145,7 +1151,7 @@ class ReadBench:
         x = cases[0]
         try:
             params = fsearch.search_params(org=org_name[x.org], text=x.text, vector=x.vec, mode="hybrid", k=K,
-                                           valid_at=_ts(x.valid_us), known_at=_ts(x.known_us), current=x.current)
+                                           valid_at=_at(x.valid_us), known_at=_at(x.known_us), current=x.current)
             with self.conn.transaction():
                 self._settings(params)
                 self.explain[name] = _explain(self.conn, fsearch.SEARCH_SQL, params)
@@ -1167,7 +1173,7 @@ class ReadBench:
 
         try:
             params = fsearch.search_params(org=self.c.orgs[x.org], text="", vector=x.vec, mode="vector", k=K,
-                                           valid_at=_ts(x.valid_us), known_at=_ts(x.known_us), current=x.current)
+                                           valid_at=_at(x.valid_us), known_at=_at(x.known_us), current=x.current)
             iterative = fsearch.pgvector_version(self.conn) >= fsearch.ITERATIVE_SCAN_SINCE
             stmt = fsearch.VECTOR_SQL if short else fsearch.statement_for("vector", iterative, params["current"])
         except (AttributeError, TypeError) as exc:
@@ -1180,7 +1186,7 @@ class ReadBench:
         from ..read import search as fsearch
 
         return fsearch.search_params(org=self.c.orgs[x.org], text="", vector=x.vec, mode="vector", k=K,
-                                     valid_at=_ts(x.valid_us), known_at=_ts(x.known_us), current=x.current)
+                                     valid_at=_at(x.valid_us), known_at=_at(x.known_us), current=x.current)
 
     def _ann_count(self, x: SearchCase) -> int | None:
         """How many rows the HNSW index scan alone returns (fewer than k: the exact scan runs)."""
@@ -1194,7 +1200,7 @@ class ReadBench:
             self._settings(params)
             return len(self.conn.execute(ann, params).fetchall())
 
-    def _record_flat(self, name: str, lat: list[float], outs: list[Any], cpu: list[float],
+    def _record_flat(self, name: str, lat: list[float], outs: list[Any], cpu: list[tuple[float, float]],
                      cases: list[SearchCase], *, kind: str) -> None:
         c = self.c
         recalls, stale = [], []
@@ -1281,7 +1287,7 @@ def measure_reads(db: BenchDatabase, c: Corpus, cfg: ScaleConfig, redis_url: str
             members = c.org_memories(org)
             ids = [c.mem_uuid(i) for i in members]
             texts = [c.content[i] for i in members]
-            meta = [{"valid_from": _ts(int(c.vf[i])).isoformat(), "recorded_at": _ts(int(c.rec[i])).isoformat()}
+            meta = [{"valid_from": _at(int(c.vf[i])).isoformat(), "recorded_at": _at(int(c.rec[i])).isoformat()}
                     for i in members]
             vecs = c.vectors[members]
             progress(f"  flat pgvector table for the {label} org ({len(members):,} vectors)")
@@ -1315,7 +1321,7 @@ def measure_reads(db: BenchDatabase, c: Corpus, cfg: ScaleConfig, redis_url: str
         now = _ts(c.now_us)
         large = c.orgs[c.large_org]
         keyed = np.flatnonzero((c.org_of == c.large_org) & c.keyed)
-        keyed_chains = {}
+        keyed_chains: dict[int, int] = {}
         for i in keyed:
             keyed_chains.setdefault(int(c.chain[i]), int(i))
         picks = rng.permutation(list(keyed_chains.values()))[:max(nq, 200)]
@@ -1504,12 +1510,12 @@ def placement_run(db: BenchDatabase, redis_url: str, items: list[list[dict[str, 
         _stop(procs)
 
 
-def wait_settled(conn: psycopg.Connection, orgs: list[str], procs: list[subprocess.Popen], *,
+def wait_settled(conn: Conn, orgs: list[str], procs: list[subprocess.Popen], *,
                  limit_s: float = 900) -> None:
     """Until no write of these orgs is pending (a dead worker or a stall is an error)."""
     started = time.perf_counter()
-    while n := conn.execute("SELECT count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) "
-                            "AND status = 'pending'", {"o": orgs}).fetchone()["n"]:
+    while n := one(conn.execute("SELECT count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) "
+                                "AND status = 'pending'", {"o": orgs}))["n"]:
         if time.perf_counter() - started > limit_s:
             raise DatabaseError(f"placement stalled: {n} writes still pending after {limit_s:.0f} s")
         if any(p.poll() is not None for p in procs):
@@ -1517,7 +1523,7 @@ def wait_settled(conn: psycopg.Connection, orgs: list[str], procs: list[subproce
         time.sleep(0.02)
 
 
-def write_statuses(conn: psycopg.Connection, orgs: list[str]) -> dict[str, int]:
+def write_statuses(conn: Conn, orgs: list[str]) -> dict[str, int]:
     return {r["status"]: r["n"] for r in conn.execute(
         "SELECT status, count(*) AS n FROM fabric.writes WHERE org = ANY(%(o)s) GROUP BY status",
         {"o": orgs}).fetchall()}
@@ -1618,7 +1624,7 @@ WHERE s.nspname = 'fabric' AND c.relname = ANY(%(tables)s)
 def measure_disk(db: BenchDatabase, c: Corpus) -> dict[str, Any]:
     with db.connect(autocommit=True) as conn:
         rows = {r["table_name"]: r for r in conn.execute(_DISK, {"tables": list(FABRIC_TABLES)}).fetchall()}
-        hnsw = conn.execute("SELECT pg_relation_size('fabric.ix_memories_embedding_hnsw') AS b").fetchone()["b"]
+        hnsw = one(conn.execute("SELECT pg_relation_size('fabric.ix_memories_embedding_hnsw') AS b"))["b"]
     mem = sum(rows[t]["total_bytes"] for t in ("memories", "memory_versions", "current_embeddings"))
     allb = sum(r["total_bytes"] for r in rows.values())
     current = rows["current_embeddings"]["total_bytes"]
@@ -1638,7 +1644,7 @@ def server_settings(url: str) -> dict[str, str]:
     names = ("server_version", "shared_buffers", "work_mem", "effective_cache_size", "jit",
              "max_parallel_workers_per_gather")
     with psycopg.connect(url, autocommit=True) as conn:
-        out = {n: conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(n))).fetchone()[0] for n in names}
+        out = {n: one(conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(n))))[0] for n in names}
         row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         out["pgvector"] = row[0] if row else "?"
     return out
@@ -1652,7 +1658,7 @@ def run_size(n: int, cfg: ScaleConfig, server_url: str, redis_url: str, progress
     t = time.perf_counter()
     c = build_corpus(n, cfg.seed, progress)
     result["corpus"] = c.stats()
-    load = {"generate_s": round(time.perf_counter() - t, 2)}
+    load: dict[str, Any] = {"generate_s": round(time.perf_counter() - t, 2)}
     db = BenchDatabase(server_url, label)
     progress(f"[{label}] database {db.name}: create + migrate")
     t = time.perf_counter()

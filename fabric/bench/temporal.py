@@ -68,6 +68,7 @@ from typing import Any, Callable, Iterable, Sequence
 from ..errors import FabricError, ValidationError
 from ..placement.validator import normalise
 from ..types import utcnow
+from .measure import percentile
 
 log = logging.getLogger(__name__)
 
@@ -771,6 +772,21 @@ class FabricBackend:
         pass
 
 
+def pgvector_backend(fab: Any, run_id: str) -> tuple[FlatBackend, Any]:
+    """The flat pgvector baseline, its tables in fab's database over one connection (returned: close it after)."""
+    import psycopg
+
+    from .flat import FlatPgvector
+
+    conn = psycopg.connect(fab.database_url, autocommit=True)
+    dim = fab.embedder.dim
+
+    def flat_table(name: str) -> FlatPgvector:
+        return FlatPgvector(conn, name, dim=dim)
+
+    return FlatBackend("pgvector", flat_table, fab.embedder, run_id=run_id), conn
+
+
 class FlatBackend:
     """A flat vector store per case (pgvector or Chroma): top-k cosine, timestamps as metadata only."""
 
@@ -926,14 +942,6 @@ def _pct(num: float, den: float) -> float | None:
     return None if den == 0 else num / den
 
 
-def _percentile(values: Sequence[float], p: float) -> float | None:
-    if not values:
-        return None
-    s = sorted(values)
-    idx = min(len(s) - 1, max(0, int(round(p / 100 * (len(s) - 1)))))
-    return s[idx]
-
-
 def summarise(records: Sequence[dict[str, Any]], backends: Sequence[Any]) -> dict[str, Any]:
     """Per kind x phrasing x backend, per backend, per behaviour; and fabric's bar."""
     by: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
@@ -970,7 +978,7 @@ def summarise(records: Sequence[dict[str, Any]], backends: Sequence[Any]) -> dic
         asof = [r for r in rs if r["asked"] != "now"]
         loops = [r["loop"] for r in rs if "loop" in r]
         stale_loops = [r["loop"] for r in rs if "loop" in r and r["kind"] == "staleness"]
-        st = b.stats
+        st, lat = b.stats, b.stats.latencies_ms
         per_backend[b.name] = {
             "queries": len(rs), "accuracy": _pct(sum(r["correct"] for r in rs), len(rs)),
             "stale_returned": sum(bool(r.get("stale")) for r in now),
@@ -987,7 +995,8 @@ def summarise(records: Sequence[dict[str, Any]], backends: Sequence[Any]) -> dic
             "decisions": dict(sorted(st.decisions.items())), "validators": dict(sorted(st.validators.items())),
             "ingest_ms_per_write": _pct(st.ingest_s * 1000, st.writes),
             "accept_ms_per_write": _pct(st.accept_s * 1000, st.writes),
-            "query_p50_ms": _percentile(st.latencies_ms, 50), "query_p95_ms": _percentile(st.latencies_ms, 95),
+            "query_p50_ms": percentile(lat, 50) if lat else None,
+            "query_p95_ms": percentile(lat, 95) if lat else None,
             "query_calls": len(st.latencies_ms),
         }
     behaviours = []
@@ -1175,16 +1184,8 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
         elif name == "fabric-text":
             active.append(FabricBackend(fab, keyed=False, run_id=run_id))
         elif name == "pgvector":
-            import psycopg
-
-            from .flat import FlatPgvector
-
-            shared_conn = psycopg.connect(fab.database_url, autocommit=True)
-            dim = fab.embedder.dim
-            def flat_table(n: str, c: psycopg.Connection = shared_conn, d: int = dim) -> FlatPgvector:
-                return FlatPgvector(c, n, dim=d)
-
-            active.append(FlatBackend("pgvector", flat_table, fab.embedder, run_id=run_id))
+            backend, shared_conn = pgvector_backend(fab, run_id)
+            active.append(backend)
         elif name == "chroma":
             from .flat import ChromaFlat, chroma_available
 

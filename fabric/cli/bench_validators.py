@@ -9,12 +9,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ..bench.report import pct
 from .app import EXIT_USAGE, JsonOpt, console, err_console, handle_errors, print_json
 from .bench import bench_app
-
-
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.1f}%"
 
 
 def _ms(x: float | None) -> str:
@@ -27,8 +24,8 @@ def validators(
                                        help="Also run the LLM validator (default: when OPENAI_BASE_URL and "
                                             "FABRIC_LLM_MODEL are set). --llm fails if no endpoint is configured."),
     pairs: Optional[list[Path]] = typer.Option(None, "--pairs", help="A JSONL labelled set; repeat for several "
-                                               "(default: tests/data/placement_pairs_v2.jsonl and "
-                                               "tests/data/placement_pairs.jsonl)."),
+                                               "(default: tests/data/placement_pairs_v2.jsonl, "
+                                               "placement_pairs_v4.jsonl and placement_pairs.jsonl)."),
     split: Optional[str] = typer.Option(None, "--split", help="Only the pairs of this split: tune (what prompt "
                                         "work may look at) or holdout. Sets without splits are skipped."),
     pregate: bool = typer.Option(True, "--pregate/--no-pregate",
@@ -81,7 +78,7 @@ def validators(
 
 
 def _cell(s: dict[str, Any] | None) -> str:
-    return "—" if not s or not s["n"] else f"{s['correct']}/{s['n']} {_pct(s['accuracy'])}"
+    return "—" if not s or not s["n"] else f"{s['correct']}/{s['n']} {pct(s['accuracy'], 1)}"
 
 
 def _print(result: dict[str, Any], console: Console) -> None:
@@ -106,7 +103,7 @@ def _print(result: dict[str, Any], console: Console) -> None:
     for kind, count in result["per_kind"].items():
         acc.add_row(kind, str(count), *cells(lambda s, kind=kind: _cell(s["per_kind"][kind])))
     acc.add_row("[bold]overall[/]", str(result["pairs"]),
-                *cells(lambda s: f"[bold]{s['correct']}/{s['pairs']} {_pct(s['accuracy'])}[/]"))
+                *cells(lambda s: f"[bold]{s['correct']}/{s['pairs']} {pct(s['accuracy'], 1)}[/]"))
     acc.add_row("unrelated facts wrongly invalidated", str(result["per_kind"]["new_branch"]),
                 *cells(lambda s: f"{s['wrong_invalidations']}/{s['unrelated']} "
                                  f"({s['wrong_invalidations_per_50'] or 0:.1f} per 50)" if s["unrelated"] else "—"))

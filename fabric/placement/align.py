@@ -25,14 +25,14 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Callable, Literal
 
 import numpy as np
 
-from .facts import CURRENCY, Span, _names as names, _project, number_key
+from .facts import CURRENCY, Span, _names as names, _project, currency, number_key
 
 # ------------------------------------------------------------------------------ numbers written one way
 
@@ -147,11 +147,16 @@ def _reported(m: re.Match[str]) -> str:
     return m.group(1) + ("'s" if m.group(2) in ("their", "his", "her") else "")
 
 
+_SHOUTED = re.compile(r"[A-Z]{2,}\W+[A-Z]{2,}\W+[A-Z]{2,}")
+
+
 @lru_cache(maxsize=16384)
 def canonical(text: str) -> str:
     """The sentence with numbers, times, dates and phone numbers written one way (NFKC first), the
     user written "User", reported speech and honorifics dropped."""
     t = unicodedata.normalize("NFKC", text).replace("’", "'")
+    if _SHOUTED.search(t) and not re.search(r"[a-z]", t):  # all capitals say nothing of names: read it in lower case
+        t = t.lower()
     t = _dates(t)
     for pattern, user in _USER:
         t = pattern.sub(user, t)
@@ -163,9 +168,11 @@ def canonical(text: str) -> str:
     t = re.sub(r"\bhalf past (\w+)", r"\1:30", t, flags=re.IGNORECASE)
     t = re.sub(r"\b(noon|midday)\b", "12:00", t, flags=re.IGNORECASE)
     t = re.sub(r"\bmidnight\b", "00:00", t, flags=re.IGNORECASE)
+    t = re.sub(r"\b([Yy])early\b", lambda m: "Annual" if m.group(1) == "Y" else "annual", t)  # one word per period
     t = _spell_numbers(t)
     t = _SHIFT.sub(lambda m: m.group(1).split()[0], t)  # "pushed back 2 weeks, to" -> "pushed to"
     t = _VERSION.sub(r"\1", t)
+    t = re.sub(r"\bv(\d+)\b", r"V\1", t)  # "the Helix API v2": a name of its own
     # "Ask anyone at Ostara Labs: Ada works there" -> "Ask anyone: Ada works at Ostara Labs"
     t = _THERE.sub(lambda m: f"{m.group(2)}{m.group(3)}{m.group(1).split()[0]} {m.group(1).split(None, 1)[1]}", t)
     t = re.sub(r"\s*°\s*[CF]\b|°", " degrees", t)
@@ -182,14 +189,14 @@ def canonical(text: str) -> str:
 _STOP = frozenset("""a an the is are was were be been being has have had of in on at to for by with as and or but
     its it it's his her their our my your this that which who whom whose what where when there here than so then
     very also still any all some each every both either do does did can could will would shall should may might
-    must just only about into from up out off over under per via s 'd 'll 're 've i we you he she they them us
+    must just only about into from up out off per via s 'd 'll 're 've i we you he she they them us
     me him one ones""".split())
 # Words that tell a value changed, not which attribute: "moved to", "now", "raised its price to".
 _CHANGE = frozenset("""now new newly changed change changes moved move moves switched switch updated update
     since currently these days nowadays anymore raised lowered increased decreased dropped grew grown slipped
     pushed promoted became become becomes replaced replacing instead latest recently today lately longer passed
     went gone has been set reset sold bought officially effective starting renamed transferred shifted upgraded
-    downgraded rewritten changed""".split())
+    downgraded rewritten changed traded swapped exchanged stepped resigned retired departed replaced""".split())
 # "X's son attends ...", "X's husband works at ...": the fact is about someone else.
 _RELATIVES = frozenset("""son daughter child children kid kids wife husband spouse partner sister brother sibling
     mother father mom mum dad parent parents grandmother grandfather aunt uncle cousin niece nephew friend
@@ -202,10 +209,37 @@ _WHEN = re.compile(r"\b(?:from|starting|beginning|as of|effective)\s+(?:next|thi
 _MANY = re.compile(r"\b(?:visited|visits|(?:has|have) been to"
                    r"|speaks|speak|plays|play|collects|owns|includes?|available on|member of"
                    r"|ha(?:s|ve) an? (?![\w-]+ (?:named|called)\b)"  # but "has a dog named Ziggy": its name
-                   r"|supports|offers|serves|sells|stocks|attends?|friends with)\b")
+                   r"|supports|offers|serves|sells|stocks|attends?|friends with"
+                   r"|volunteers?|partners? with|collaborates? with|works? with|donates? to"
+                   r"|depends? on|dependenc(?:y|ies))\b")
 _ALSO = re.compile(r"\b(?:also|another|too|as well|additional)\b")  # said outright: one more value
 _NEGATION = re.compile(r"\b(?:not(?! (?:far|only|just|least|bad|unlike)\b)|no longer|never|none|neither|nor|without)\b"
                        r"|n't\b")
+# One attribute in other words: stems mapped to one word before relation words are compared.
+_SAME_WORD = {"due": "deadlin", "resident": "population", "inhabitant": "population", "populat": "population",
+              "fee": "price", "cost": "price", "charg": "price", "pric": "price", "deliv": "ship", "shipp": "ship",
+              "bill": "price", "pay": "price", "paid": "price", "employ": "staff", "worker": "staff",
+              "annual": "year", "written": "writ", "implement": "writ", "cod": "writ"}
+# Verbs that only say an event is scheduled ("happens on", "takes place on", "we hold it on"): no attribute.
+_SCHEDULED = re.compile(r"\b(?:(?:takes?|took|taking|taken) place|(?:planned|scheduled|slated|expected|set) (?=for|on)"
+                        r"|happens?|happened|happening|occurs?|occurred"
+                        r"|(?<!on )(?:holds?|held))\b")
+_SCHEDULE_WORDS = frozenset("happen happens happened happening occur occurs occurred planned scheduled slated "
+                            "expected".split())
+# Words a money value implies: "the shipping fee is €4.99" / "orders ship for €6.50".
+_PRICE_WORDS = frozenset({"price"})
+_DATE_WORDS = frozenset({"dat"})  # "the launch date" / "the launch": said by a date value
+
+
+_WEEKDAY = re.compile(r"(?:mon|tues|wednes|thurs|fri|satur|sun)day")
+
+
+def word_key(word: str) -> str:
+    """A relation word's compared form: its stem, one stem per synonym group."""
+    w = stem(word)
+    return _SAME_WORD.get(w, w)
+
+
 _ACTIVITY = re.compile(r"\b(?:is|are|am|was|were)\s+(?:\w+ly\s+)?(?!being\b)\w{3,}ing\b")
 # Simple past right after a name: an event ("X presented ...", "X asked Y ..."); each is a fact of its own.
 # Verbs of change ("moved", "raised", "sold") state a new value instead (see _CHANGE).
@@ -307,7 +341,9 @@ def _unit(text: str, span: Span) -> str | None:
     if m is None:
         return None
     word = m.group().strip()
-    return None if word in _STOP or word in _CHANGE else stem(word)
+    if stem(word) in _DIMENSIONS:  # "4 days" ("days" is also a word of change: "these days")
+        return stem(word)
+    return None if word in _STOP or word in _CHANGE else word_key(word)
 
 
 _CALENDAR = re.compile(r"\b(?:(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?|January|February|March|April|May|June|July"
@@ -387,8 +423,10 @@ def _read(t: str, spans: tuple[Span, ...]) -> Reading:
         masked[a.start:a.end] = " " * (a.end - a.start)
     rest = "".join(masked)
     rest = _WHEN.sub(" ", rest)  # "from next week ...": when the statement holds, not the attribute
+    rest = _SCHEDULED.sub(" ", rest)
+    rest = re.sub(r"\b(?:stepped|steps|step|stepping) down\b", " ", rest)
     tokens = [w.removesuffix("'s").removesuffix("'") for w in _WORD.findall(rest)]
-    words = tuple(stem(w) for w in tokens if w not in _STOP and w not in _CHANGE and len(w) > 1)
+    words = tuple(word_key(w) for w in tokens if w not in _STOP and w not in _CHANGE and len(w) > 1)
     return Reading(low, anchors, words, _NEGATION.search(rest) is not None,
                    _MANY.search(rest) is not None or _ACTIVITY.search(rest) is not None,
                    _ALSO.search(rest) is not None, _event(low, anchors),
@@ -396,6 +434,67 @@ def _read(t: str, spans: tuple[Span, ...]) -> Reading:
 
 
 # ---------------------------------------------------------------------------------------- comparing
+
+# A name the sentence says is the old value: after "switched from", "replacing", "left", "traded her";
+# before "stepped down", "resigned", "was replaced".
+_GONE_BEFORE = re.compile(r"\b(?:(?:moved|switched|changed|upgraded|downgraded|migrated|transferred|relocated)"
+                          r"(?:\s+[a-z]+){0,2}\s+from|replacing|replaced|succeeding|succeeded|instead of|in place of"
+                          r"|left|quit|(?:traded|swapped|exchanged)(?:\s+(?:his|her|their|its|our|my|the))?)\s+$")
+_GONE_AFTER = re.compile(r"\s+(?:has\s+)?(?:stepped down|steps down|resigned|retired|departed|was replaced"
+                         r"|was succeeded|left\b(?!\s+[a-z]))")
+
+
+_PAST_MARK = re.compile(r"\b(?:used to|formerly|previously|former|ex-|back then|in the past|years ago)"
+                        r"|(?:'s|\b(?:her|his|their|its|my|our|your)) (?:first|previous|prior|earlier)\b")
+
+
+def _told_as_past(text: str) -> bool:
+    return _PAST_MARK.search(text) is not None
+
+
+# Roles a person holds at a place or thing; another role is another fact, however close the sentences are.
+_ROLE_GROUPS = {w: group for group, ws in {
+    "own": "owner owners owns owned ownership", "found": "founder founders founded co-founder",
+    # heading, leading, managing, directing: one role people restate in any of these words
+    "lead": "manager managers manages managed head heads headed director directors lead leads led runs",
+    "chef": "chef chefs cook", "captain": "captain", "coach": "coach coaches",
+    "president": "president", "chair": "chair chairs chaired chairman chairwoman chairperson",
+    "edit": "editor editors", "bake": "baker bakers", "principal": "principal", "mayor": "mayor",
+    "treasurer": "treasurer", "secretary": "secretary", "sponsor": "sponsor sponsors sponsored",
+    "maintain": "maintainer maintainers maintains maintained", "author": "author authors wrote written",
+    "design": "designer designers designed", "landlord": "landlord", "tenant": "tenant tenants"}.items()
+    for w in ws.split()}
+
+
+def _roles(r: Reading, shared: set[str]) -> set[str]:
+    return {_ROLE_GROUPS[w] for w in _tokens(r, shared) if w in _ROLE_GROUPS}
+
+
+# When a value holds: "on weekdays" / "at weekends", "in summer" / "in winter".
+_PERIOD_WORDS = {w: w.rstrip("s") for w in "weekday weekdays weekend weekends summer winter spring autumn holiday "
+                 "holidays".split()}
+
+
+def _periods(r: Reading) -> set[str]:
+    return {_PERIOD_WORDS[w] for w in _WORD.findall(r.text) if w in _PERIOD_WORDS}
+
+
+def _every(r: Reading, value: Anchor) -> bool:
+    return re.search(r"\b(?:every|each)\s+$", r.text[:value.start]) is not None
+
+
+def _stated_last(r: Reading, value: Anchor) -> bool:
+    """Is this the sentence's only name, ending it after "is" or a colon, in a definite statement ("the office
+    wifi password is X", not "a good dentist is X")?"""
+    return len(r.anchors) == 1 and not r.text[value.end:].strip(" .!") \
+        and re.search(r"(?:\b(?:is|are|remains)|:)\s*$", r.text[:value.start]) is not None \
+        and re.match(r"\s*(?:an?|one|some|another)\b", r.text) is None
+
+
+def _superseded(r: Reading) -> set[str]:
+    return {a.key for a in r.anchors
+            if _GONE_BEFORE.search(r.text[:a.start]) or _GONE_AFTER.match(r.text[a.end:])}
+
 
 Verdict = Literal["duplicate", "child_update", "contradiction_fork", "separate", "unknown"]
 
@@ -419,7 +518,8 @@ def _tokens(r: Reading, shared: set[str]) -> list[str]:
         out.append("X" if a.key in shared else "Y")
         at = a.end
     out += _WORD.findall(r.text[at:])
-    return [w for w in out if w not in _CHANGE]
+    out = [w.removesuffix("'s") if len(w) > 3 else w for w in out]  # "the museum's archive": the museum, then archive
+    return [w for w in out if w not in _CHANGE and w not in _SCHEDULE_WORDS]
 
 
 def _phrase(r: Reading, shared: set[str], content: bool = True) -> str:
@@ -428,7 +528,8 @@ def _phrase(r: Reading, shared: set[str], content: bool = True) -> str:
     return " ".join(w for w in _tokens(r, shared) if not content or w not in _STOP)
 
 
-def _swap(old: Reading, new: Reading, shared: set[str]) -> tuple[str, bool] | None:
+def _swap(old: Reading, new: Reading, shared: set[str], implied: frozenset[str] = frozenset()
+          ) -> tuple[str, bool] | None:
     """The same frame with one content word (or two) swapped for another. Returns the swap and whether it
     names another thing: a modifier of the same noun ("a day pass" / "a monthly pass", "shoe size" /
     "glove size") or the noun itself ("X's parrot is called" / "X's tortoise is called") -- another
@@ -440,7 +541,9 @@ def _swap(old: Reading, new: Reading, shared: set[str]) -> tuple[str, bool] | No
         return None
     _, i1, i2, j1, j2 = ops[0]
     gone, came = [w for w in a[i1:i2] if w not in _STOP], [w for w in b[j1:j2] if w not in _STOP]
-    if not gone or not came or len(gone) > 2 or len(came) > 2 or {stem(w) for w in gone} == {stem(w) for w in came}:
+    gone, came = [w for w in gone if word_key(w) not in implied], [w for w in came if word_key(w) not in implied]
+    if not gone or not came or len(gone) > 2 or len(came) > 2 \
+            or {word_key(w) for w in gone} == {word_key(w) for w in came}:
         return None
     if "X" in a[i1:i2] + b[j1:j2] or "Y" in a[i1:i2] + b[j1:j2]:
         return None
@@ -547,6 +650,13 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     phrases (the real embedding model, cached). `sentence_similarity`: the two whole sentences' cosine,
     known already: a reworded duplicate is never far, so no phrase is embedded for one that is."""
     old, new = read(old_text, new_text), read(new_text, old_text)
+    gone = _superseded(new) & {a.key for a in old.anchors} - _superseded(old)
+    if gone:  # "switched from MySQL to PostgreSQL", "Ruth Ede stepped down": the old value, named as gone
+        text = new.text
+        for a in new.anchors:
+            if a.key in gone:
+                text = text[:a.start] + " " * (a.end - a.start) + text[a.end:]
+        new = replace(new, text=text, anchors=tuple(a for a in new.anchors if a.key not in gone))
     old_keys, new_keys = {a.key for a in old.anchors}, {a.key for a in new.anchors}
     shared = old_keys & new_keys
     if old.relatives != new.relatives:
@@ -606,26 +716,52 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
                        veto=True)
     if a.unit and b.unit and _dimension(a.unit) != _dimension(b.unit):  # "8 engineers" / "3 designers"
         return Aligned("separate", f"another unit ({a.unit} / {b.unit})", veto="money" in (a.unit, b.unit))
+    implied = (_PRICE_WORDS if a.unit == b.unit == "money" else frozenset()) \
+        | (_DATE_WORDS if a.kind == b.kind == "date" else frozenset())  # a price, a date either way
+    only_old, only_new = only_old - implied, only_new - implied
+    period_old, period_new = _periods(old), _periods(new)
+    if period_new - period_old and period_old:  # "on weekdays" / "at weekends"
+        return Aligned("separate", f"another period ({' '.join(sorted(period_new - period_old))})", veto=True)
+    if a.unit == b.unit == "money" and currency(canonical(old_text)[a.start:a.end + 12]) \
+            != currency(canonical(new_text)[b.start:b.end + 12]):
+        return Aligned("separate", "another currency", veto=True)
+    if a.unit == b.unit == "money" and only_old and only_new:  # "tickets to X cost" / "parking at X costs"
+        return Aligned("separate", f"another thing priced ({' '.join(sorted(only_old))} / "
+                                   f"{' '.join(sorted(only_new))})")
+    if a.kind == b.kind == "number" and _every(old, a) != _every(new, b):  # "every 10 minutes" / "takes 35 minutes"
+        return Aligned("separate", "a frequency on one side only")
+    if _WEEKDAY.match(a.key) and _WEEKDAY.match(b.key):  # "weekly ... on Tuesdays" / "every Thursday"
+        only_old, only_new = only_old - {"week"}, only_new - {"week"}
     version = a.kind == "name" and _version(a, b)
     if a.kind == "name" and not version and set(a.key.split()) & set(b.key.split()) \
             and old.anchors.index(a) == 0 and new.anchors.index(b) == 0:
         return Aligned("separate", f"another subject ({a.key} / {b.key})")  # name twins
     if a.kind == "name" and shared and all(x.kind != "name" for x in old.anchors if x.key in shared):
         return Aligned("separate", "only a number or time is shared: another subject")
-    if not shared and not (a.kind != "name" or version) or not shared and len(wo & wn) < 2:
+    if not shared and len(wo & wn) >= 2 and not only_old and not only_new and _stated_last(old, a) \
+            and _stated_last(new, b):  # "the office wifi password is X" / "new office wifi password: Y"
+        return Aligned("contradiction_fork", "the same words in lower case, another value ending them", "",
+                       canonical(old_text)[a.start:a.end], canonical(new_text)[b.start:b.end],
+                       relation_name(old, shared))
+    if not shared and not (a.kind != "name" or version or gone and not only_new) or not shared and len(wo & wn) < 2:
         return Aligned("separate", "no shared name")
     if old.negated != new.negated:
         return Aligned("separate", "one side negates")
+    if _told_as_past(old.text) != _told_as_past(new.text):
+        return Aligned("separate", "one side tells the past")  # "used to work at Repsol" corrects nothing
     if (old.event or new.event) and a.kind == "name" and not version:
         return Aligned("separate", "an event, not a state: each is a fact of its own")
     if len(old.anchors) > 2 and a.kind == "name" and not version:
         return Aligned("separate", "one of several names changed")
-    if (old.many or new.many or new.also) and a.kind == "name" and not version:
+    if (old.many or new.many or new.also) and a.kind == "name" and not version and not gone:
         return Aligned("separate", "a relation of many values", veto=new.also)
-    swapped = _swap(old, new, shared)
+    swapped = _swap(old, new, shared, implied)
     if swapped:  # another noun: another attribute; another predicate: maybe a rewording, but unsure
         return Aligned("separate", f"another {'attribute' if swapped[1] else 'predicate'} in the same frame "
                                    f"({swapped[0]})", veto=swapped[1])
+    roles_old, roles_new = _roles(old, shared), _roles(new, shared)
+    if roles_old and roles_new and not roles_old & roles_new:  # "the owner of X" / "X's head baker"
+        return Aligned("separate", f"another role ({' '.join(sorted(roles_old))} / {' '.join(sorted(roles_new))})")
     qualifier = _qualified(old, new, shared)
     if qualifier:
         return Aligned("separate", f"a qualifier on one side only ({qualifier})", veto=True)
@@ -642,7 +778,9 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
                 and _between(old, a, other) == _between(new, b, theirs):
             return Aligned("separate", "the same words with the roles swapped")
     why = "the same relation words"
-    if only_old or only_new:
+    if gone and not only_new:
+        why = "the old value named as replaced, no other relation said"
+    elif only_old or only_new:
         if sentence_similarity < FAR:  # no phrase embedded for sentences this far apart
             return Aligned("separate", f"other words, sentences far apart ({sentence_similarity:.2f} < {FAR})")
         sim = similarity(_phrase(old, shared), _phrase(new, shared))

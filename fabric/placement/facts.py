@@ -55,17 +55,24 @@ def _rel(name: str, words: str, value_first: str | None = None, *, multi: bool =
 
 # "X leads / heads / runs Y" (X is the value), but not "heads to Lisbon", "runs for office".
 _LEADS = (r"\b(?:leads|heads|runs|running)\b"
-          r"(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an|its business|its operations)\b)")
+          r"(?! (?:to|for|out|back|home|into|on|in|at|up|off|a|an|its business|its operations)\b)"
+          r"(?! [a-z-]+(?: [a-z-]+)? (?:at|for|of|in)\b)")  # "runs operations at X": a department of X, not X
 
+
+_TEAM_NOUN = r"(?:team|squad|department|dept)\b"
+_NOT_TEAM = r"(?!\s+(?:the\s+)?§\s+" + _TEAM_NOUN + ")"  # "joined the § team" is no employer, "moved to" no home
 
 # Order matters only for naming: the first group two sentences share names their attribute.
 RELATIONS: tuple[Relation, ...] = (
-    _rel("ceo", r"\bchief executive\b|\bceo\b|\bled\b|\bhelms?\b|\bat the helm\b|\bheaded\b|\brun by\b"
+    _rel("ceo", r"\bchief executive(?: officer)?\b|\bceo\b|\bled\b|\bhelms?\b|\bat the helm\b|\bheaded\b|\brun by\b"
                 r"|\bmanaging director\b|\btop executive\b|\bhead of\b|" + _LEADS,
          _LEADS + r"|\bhelms\b|\b(?:led|headed)\b(?! by)"),
     _rel("cfo", r"\bchief financial officer\b|\bcfo\b|\bfinance chief\b|\bhead of finance\b"),
     _rel("cto", r"\bchief technology officer\b|\bcto\b|\bchief technical officer\b"),
     _rel("chair", r"\bchair(?:s|man|woman|person)?\b|\bchaired by\b", r"\bchairs\b"),
+    # "is on the Payments team", "moved to the Search team": the team is the value ("§ team")
+    _rel("team_member", r"\b(?:works?|working|worked|is|are|sits?|member|part|moved|transferred|switched|joined"
+                        r"|belongs?)(?: (?:on|in|of|to|with))?\s+(?:the\s+)?§\s+" + _TEAM_NOUN),
     _rel("headquarters", r"\bheadquarter(?:s|ed)\b|\bhead office\b|\bhq\b|\bhead-quartered\b|\bmain office\b"
                          r"|\bbased (?:in|out of)\b|\bhome base\b"),
     # "home" alone also means a house ("worked from home in Porto"): only as the place someone lives.
@@ -73,9 +80,9 @@ RELATIONS: tuple[Relation, ...] = (
                       r"|(?<!from )\bhome (?:for|of|to|is|in|city|town)\b|\bresident\b|(?<!mail )\baddress\b"
                       r"|(?:'s|\bher|\bhis|\btheir) city\b|(?:\b(?:a|new|her|his|their)|'s) home\b"
                       r"|\bcalls? § home\b"
-                      r"|\bmoved to\b|\brelocated to\b|\bsettled in\b|\bbased (?:in|out of)\b"),
+                      r"|\bmoved to\b" + _NOT_TEAM + r"|\brelocated to\b|\bsettled in\b|\bbased (?:in|out of)\b"),
     _rel("employer", r"\bwork(?:s|ed)? (?:at|for)\b|\bworking (?:at|for)\b|\bemployed (?:by|at)\b|\bemployer\b"
-                     r"|\bjob (?:at|with)\b|\bemploys\b|\bhired\b|\bjoined\b|\bon the payroll of\b"
+                     r"|\bjob (?:at|with)\b|\bemploys\b|\bhired\b|\bjoined\b" + _NOT_TEAM + r"|\bon the payroll of\b"
                      r"|\bemployee (?:of|at)\b|\bis an? (?:[a-z-]+ ){1,2}at\b",
          r"\bemploys\b|\bhired\b(?! by)"),
     _rel("lead", r"\blead\b|\bled by\b|\bheaded by\b|\bin charge of\b|\brun by\b|" + _LEADS, _LEADS),
@@ -86,6 +93,7 @@ RELATIONS: tuple[Relation, ...] = (
                     r"|(?<!account )(?<!success )\bmanager\b|\bmanaged by\b|\bmanages\b|\bboss\b"
                     r"|\bsupervis(?:or|es|ed by)\b|\bworks under\b",
          r"\bmanages\b|\bsupervises\b"),
+    _rel("job_title", r"\bjob title\b|\btitle\b|\b(?:promoted|demoted) to\b"),
     _rel("billing_plan", r"\bplan\b|\btier\b|\bsubscription\b|\bsubscribed to\b|\bsubscribes to\b|\bbilled on\b"
                          r"|\bupgraded to\b|\bdowngraded to\b"),
     _rel("owner", r"\bowned by\b|\bowns\b|\bparent company\b|\bsubsidiary of\b|\bacquired by\b|\bunit of\b"
@@ -104,7 +112,8 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("investors", r"\binvest(?:or|ors|ed in|s in)\b|\bbacked by\b|\bbacks\b", multi=True),
     _rel("car", r"\bdrives\b|(?:\b(?:her|his|their)|'s) car\b|\bcar is\b"),
     _rel("team", r"\bplays for\b|\bsigned (?:with|for)\b"),
-    _rel("work_location", r"\bworks? (?:from|out of|in)\b|\bdesk\b|\bsits in\b|\bbased at\b|\bworkplace\b"),
+    _rel("work_location", r"\bworks? (?:from|out of|in)\b" + _NOT_TEAM
+         + r"|\bdesk\b|\bsits in\b|\bbased at\b|\bworkplace\b"),
     _rel("email", r"\be-?mail(?: address)?\b|\bwrite to\b", numeric=None),
     _rel("deadline", r"\bdeadline\b|\bdue\b"
                  r"|\b(?:ship|deliver|finish|complete|be done|submit|hand in|wrap up)(?:ped|ed|d)? by\b",
@@ -123,7 +132,7 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("revenue", r"\brevenue\b|\bturnover\b|\bannual sales\b", numeric=True),
     _rel("price", r"\bcosts?\b|\bprice[ds]?\b|\bpriced at\b|\bsells for\b", numeric=True),
     _rel("valuation", r"\bvalued at\b|\bvaluation\b", numeric=True),
-    _rel("age", r"\byears? old\b|\baged\b", numeric=True),
+    _rel("age", r"\byears? old\b|\baged\b|\bturn(?:ed|s)\b(?= § *(?:[.!;,]|$|years?\b))", numeric=True),
     _rel("languages", r"\bspeaks\b|\bfluent in\b", multi=True),
     _rel("sites", r"\b(?:opened|opens|opening|has|have|operates|runs|added|launched|built|owns)\b(?: [\w§-]+){0,3}? "
                   r"(?:showroom|branch|store|shop|office|factory|plant|warehouse|outlet|studio|lab|depot|clinic"
@@ -160,7 +169,7 @@ _COMMON = frozenset("""the a an this that these those our their his her its my y
     before today now currently yesterday recently lately nowadays home billing favourite favorite head when
     according update correction note per following effective starting also both every each all no not there it she
     he they we for of by with to where who which what new old former latest current main chief you i we ask call contact
-    email please remember fyi reach dial""".split())
+    email please remember fyi reach dial actually btw ps oh okay ok reminder heads-up oops sorry""".split())
 _SENTENCE_PUNCT = frozenset(':;.!?"“(—–-')
 _TITLES = frozenset("""ceo cfo cto coo cmo chief executive officer dr mr mrs ms prof president chair chairman
     chairwoman director manager founder head hq vp""".split())
@@ -176,10 +185,11 @@ _OF_VALUE = re.compile(r"\b(?:resident|employee|subsidiary|member|citizen|part|o
                        r"|student|staff|payroll|works?|working|worked|job)\s+(?:of|for)\s*$")
 _SUBJECT_MARK = re.compile(r"(?:\b(?:of|for|where)|\bhome to|\bat)\s*$")
 _PREDECESSOR = re.compile(r"\b(?:succeed(?:ed|s|ing)?|replac(?:ed|es|ing)|took over from|taking over from"
-                          r"|in place of|instead of|(?:moved|switched|changed|upgraded|downgraded) from(?: the)?)\s+$")
+                          r"|in place of|instead of|(?:moved|switched|changed|upgraded|downgraded) from(?: the)?"
+                          r"|left|quit)\s+$")
 # ("X is an engineer at Y" is no relative clause: a preposition ends the noun phrase.)
 _RELATIVE = re.compile(r"§\s+(?:is|was)\s+(?:the|a|an)\s+[a-z -]*[a-z](?<!\bat)(?<!\bin)(?<!\bof)(?<!\bfor)"
-                       r"(?<!\bwith)(?<!\bon)(?<!\bby)\s+§")
+                       r"(?<!\bwith)(?<!\bon)(?<!\bby)(?<!\bthe)(?<!\ba)(?<!\ban)\s+§")
 _AT_SUBJECT = re.compile(r"\b(?:chief executive|ceo|cfo|cto|officer|manager|head|boss|chair\w*)"
                          r"(?:\s+(?:job|role|position|post|seat))?\s+at\s*$")
 # ("not far from", "not only": no negation of the fact.)
@@ -213,6 +223,8 @@ class Fact:
     others: frozenset[str]         # names in the sentence besides the subject and the value
     detail: frozenset[str]         # content words besides the names and the relation's words
     period: frozenset[str] = frozenset()  # years the sentence names, but for "since 2020" and the like
+    qualifiers: frozenset[str] = frozenset()  # the detail words but those describing the value ("a blue Volvo")
+    inner: frozenset[str] = frozenset()       # names between the subject and the value ("... in Paris is ...")
 
 
 _NUMBER = re.compile(r"[$€£]?\s*(\d[\d,]*(?:\.\d+)?)\s*((?:thousand|million|billion|mn|bn|k|m|b)?)\.?"
@@ -232,6 +244,17 @@ def number_key(text: str) -> str | None:
         return None  # "1,5" is not a thousands grouping: leave it alone
     n = float(digits.replace(",", "")) * _SCALE.get(scale, 1)
     return f"{n:.6f}".rstrip("0").rstrip(".")
+
+
+_CURRENCIES = (("usd", r"\$|\bdollars?\b|\busd\b"), ("eur", r"€|\beuros?\b|\beur\b"), ("gbp", r"£|\bpounds?\b|\bgbp\b"),
+               ("kr", r"\bkr\b|\bkron(?:er|e|or|a)\b|\bsek\b|\bnok\b|\bdkk\b"), ("jpy", r"\byen\b|\bjpy\b|¥"),
+               ("chf", r"\bchf\b|\bfrancs?\b"), ("inr", r"\brupees?\b|\binr\b|₹"))
+
+
+def currency(text: str) -> str | None:
+    """The currency a money value is in ("$20", "18 euros", "160 kroner"), or None."""
+    low = text.casefold()
+    return next((code for code, pattern in _CURRENCIES if re.search(pattern, low)), None)
 
 
 def value_key(text: str) -> str:
@@ -302,12 +325,18 @@ def names(text: str) -> tuple[Span, ...]:
 
 def _tail_value(text: str) -> Span | None:
     """A value in lower case that ends the sentence after "is": "Emma's favourite colour is blue"."""
-    m = _TAIL.search(text)
+    m = _TAIL.search(text) or (_TAIL_LOWER.search(text) if not _CAPITAL.search(text) else None)
     if m is None or m.group(1).casefold() in _STOP:
         return None
     return Span(m.start(1), m.end(1), m.group(1), " ".join(m.group(1).casefold().split()), False, False)
 
 
+# A sentence in lower case throughout ("greta holm lives in odense now"): its casing tells no name from a word,
+# so the words ending it after a preposition are its value too.
+_CAPITAL = re.compile(r"[A-Z]")
+_TAIL_LOWER = re.compile(r"\b(?:in|at|for|to|by|with)\s+(?:the\s+)?"
+                         r"([a-z][\w-]*(?:\s+(?!now\b|again\b|too\b|today\b)[a-z][\w-]*)?)"
+                         r"(?:\s+(?:now|again|these days|nowadays|today))?\s*[.!]?\s*$")
 _TAIL = re.compile(r"\b(?:is|are|remains|became|becomes)\s+(?:now\s+)?(?:the\s+|a\s+|an\s+)?"
                    r"([a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s*[.!]?\s*$")
 
@@ -350,10 +379,15 @@ def name_key(raw: str) -> str:
     "+44 7700 900123"); a leading generic noun dropped ("Project Falcon" = "Falcon")."""
     if re.fullmatch(r"\+?\d[\d -]{5,}\d", raw) and len(re.sub(r"\D", "", raw)) >= 7:
         return re.sub(r"\D", "", raw)
-    words_ = normalise(raw).split()
+    words_ = [_ALIASES.get(w, w) for w in normalise(raw).split()]
     if len(words_) > 1 and words_[0] in _GENERIC_HEAD:
         words_ = words_[1:]
     return " ".join(words_)
+
+
+# One name, two spellings people use interchangeably ("Golang" is Go, "Postgres" is PostgreSQL).
+_ALIASES = {"golang": "go", "postgres": "postgresql", "k8s": "kubernetes", "js": "javascript", "nodejs": "node",
+            "ts": "typescript", "mssql": "sql server", "gcp": "google cloud", "nyc": "new york"}
 
 
 def _project(text: str, own: tuple[Span, ...], other: tuple[Span, ...]) -> tuple[Span, ...]:
@@ -425,13 +459,17 @@ _RELATIONAL_NOUN = re.compile(
     # "X has a new principal, Y", "X got a new coach: Y"
     rf"|§\s+(?:has|have|got|gets)\s+(?:a|an|its|his|her|their)\s+(?P<appos>{_NOUN[1:-1]})\s*[,:–—-]\s*"
     rf"(?:(?:mr|mrs|ms|mx|dr|prof)\s+)?§")
-_ADJECTIVES = frozenset("""new current former latest present acting interim all-time longtime long-time own first
+# ("first", "second": an ordinal names another one: "X's first car" is not X's car.)
+_ADJECTIVES = frozenset("""new current former latest present acting interim all-time longtime long-time own
     official main sole only""".split())
 _MULTI_NOUNS = frozenset("""friend colleague neighbour neighbor client customer member child son daughter sibling
     brother sister cousin investor partner supplier fan student employee guest visitor""".split())
 _PAST = re.compile(r"\b(?:former|formerly|previous|previously|used to|ex-\w+|once"
                    r"|(?<!has )(?<!have )(?:lived|worked|resided)|was the"
-                   r"|was based|was headquartered|was led|had been|until|back then)\b")
+                   r"|was based|was headquartered|was led|had been|until|back then)\b"
+                   # "the CEO in 2015 was ...": a year and a past copula tell what was true then
+                   r"|\b(?:in|during) (?:1[89]|20)\d\d\b[^.;]*\b(?:was|were)\b"
+                   r"|\b(?:was|were)\b[^.;]*\b(?:in|during) (?:1[89]|20)\d\d\b")
 
 
 def _covered(covered: list[tuple[int, int, str]], at: int) -> bool:
@@ -447,7 +485,8 @@ def _modifier(masked: str, at: int, covered: list[tuple[int, int, str]]) -> bool
     if not re.search(r"\b(?:the|a|an|its|our|their|his|her|my|your|this|that)\s+$", masked[:at]):
         return False
     after = re.match(r"(?:'s)?\s+([a-z][a-z-]*)", masked[at + 1:])
-    return after is not None and after.group(1) not in _STOP and not _covered(covered, at + 1 + after.start(1))
+    return after is not None and after.group(1) not in _STOP and not _covered(covered, at + 1 + after.start(1)) \
+        and not re.fullmatch(_TEAM_NOUN, after.group(1))  # "the Search team" is named, not modified, by Search
 
 
 def _linked(masked: str, pa: int, pb: int, covered: list[tuple[int, int, str]]) -> bool:
@@ -474,9 +513,9 @@ _AFTER_POSSESSIVE = re.compile(r"'s\s+(?:[a-z-]+\s+)+")  # "X's new team lead": 
 _LINKING = frozenset("""moved switched located situated holds holding answers joined hired relocated transferred
     changed upgraded downgraded promoted elected stays staying sits living registered chose chosen picked
     selected succeeded succeeds replaced replacing given gets got received numbers totals runs held business
-    operations""".split())
+    operations left quit grew rose fell dropped increased decreased climbed shrank jumped went""".split())
 _AUXILIARIES = frozenset("does do did doesn't don't didn't will would can could may might should must shall "
-                         "isn't wasn't".split())
+                         "isn't wasn't used".split())
 
 
 # "X's top job, CEO, is held by Y": the role in X, not another entity.
@@ -488,6 +527,8 @@ def _whose(masked: str, subject: Span, at: int, covered: list[tuple[int, int, st
     "the sister of Amara lives in ..." too. Returns "" or the noun ("sister")."""
     if subject.possessive:
         for m in re.finditer(r"§|[a-z][a-z'-]*", masked[at + 3:]):
+            if m.group().endswith("'s") and m.group() != "'s":
+                return m.group()[:-2]  # "Jude's manager's title": the manager's
             if m.group() == "§" or _covered(covered, at + 3 + m.start()):
                 return ""
             if m.group() not in _STOP and m.group() not in _ADJECTIVES and m.group() not in _ROLE_WORDS:
@@ -592,16 +633,33 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
     if not rels:
         return None
     whose = _whose(masked, subject, pos[spans.index(subject)], covered)
+    owned = next((sp for sp in spans if subject.possessive and re.fullmatch(r"['’]s?\s+", text[subject.end:sp.start])),
+                 None)  # "Project Atlas's QA is owned by ...": the sentence is about Atlas's QA
+    if owned is value:
+        return None
+    if owned is not None:
+        whose = owned.key
     subject_key = f"{subject.key} / {whose}" if whose else subject.key
     others = frozenset(sp.key for sp in spans if sp is not subject and sp is not value) | modifiers
+    lo, hi = sorted((subject.start, value.start))
+    inner = frozenset(sp.key for sp in spans if lo < sp.start < hi)  # "X's favourite restaurant in Paris is Y"
     detail = frozenset(m.group() for m in re.finditer(r"[a-z][a-z'-]+", masked)
                        if m.group() not in _STOP and m.group() not in _MONTHS and m.group() not in _TITLES
                        and not _covered(covered, m.start()))
+    vpos = pos[spans.index(value)]
+    described = re.search(r"((?:[a-z][a-z'-]+\s+){1,2})$", masked[:vpos])  # "a blue Volvo", "a grey Tesla"
+    of_value = frozenset(described.group(1).split()) if described else frozenset()
+    # in the clause holding the fact, not verbs of change: "replaced X as CFO", "who joined with Y"
+    qualifiers = frozenset(m.group() for m in re.finditer(r"[a-z][a-z'-]+", masked[:limit])
+                           if m.group() in detail and m.group() not in of_value and m.group() not in _LINKING
+                           and m.group() not in _AUXILIARIES)
     return Fact(subject=f"{subject.text}'s {whose}" if whose else subject.text, relation=_name(rels, subject_key),
                 relations=frozenset(r.name for r in rels), value=value.text, subject_key=subject_key,
                 value_key=value_key(value.text), negated=_NEGATION.search(masked) is not None,
-                past=_PAST.search(masked, 0, limit) is not None, tail=value is tail, loose=loose, others=others,
-                detail=detail, period=frozenset(_PERIOD.findall(text)),
+                past=_PAST.search(masked, 0, limit) is not None,
+                tail=value is tail and _CAPITAL.search(text) is not None,  # (all lower case: casing tells nothing)
+                loose=loose, others=others,
+                detail=detail, period=frozenset(_PERIOD.findall(text)), qualifiers=qualifiers, inner=inner,
                 lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"))
 
 
@@ -662,6 +720,15 @@ def compare(old: Fact, new: Fact) -> Verdict:
         return "duplicate"
     if shared_relation(old, new) in _MULTI or old.negated or new.negated:
         return "separate"  # a second showroom is not a moved one
+    if new.inner - old.inner - {old.value_key, name_key(old.value)}:
+        return "separate"  # a narrower fact: "X's favourite restaurant in Paris is ..."
+    if currency(old.value) and currency(new.value) and currency(old.value) != currency(new.value):
+        return "separate"  # "18 euros" / "160 kroner": another price list, not a new price
+    if old.qualifiers - new.qualifiers and new.qualifiers - old.qualifiers:
+        return "separate"  # another thing qualified: "a single class costs ..." / "a 10-class card costs ..."
+    values = {old.value_key, new.value_key, name_key(old.value), name_key(new.value)}
+    if old.others - values and new.others - values and not old.others & new.others:
+        return "separate"  # other names beside it on both sides: "9:00 on Mondays" / "9:30 on Tuesdays"
     if old.period and new.period and old.period != new.period and _numeric(shared_relation(old, new)):
         return "separate"  # revenue in 2023, revenue in 2024: one figure per period
     return "contradiction_fork"

@@ -36,7 +36,7 @@ from difflib import SequenceMatcher
 from typing import Any, Sequence
 
 from .align import Aligned, clauses, compare_aligned, read, relation_similarity, single_key
-from .facts import Fact, compare, extract, keyable, shared_relation, value_key
+from .facts import RELATIONS, Fact, compare, extract, keyable, shared_relation, value_key
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -251,8 +251,11 @@ class RuleValidator:
             return verdict, None
         aligned = compare_aligned(c.content, write.content, relation_similarity, c.similarity)
         if verdict != "unknown" and new is not None and old is not None:  # (the lexicon read both)
-            if verdict == "contradiction_fork" and aligned.veto:
+            if verdict == "contradiction_fork" and aligned.veto and not _relative_is_relation(c.content, write.content,
+                                                                                            old, new):
                 return "separate", None
+            if verdict == "contradiction_fork" and read(write.content, c.content).also:
+                return "separate", None  # "X also joined the Search team": one more value, said outright
             if verdict == "duplicate" and adds_detail(c.content, write.content):
                 verdict = "child_update"  # ", for its soundtrack": one detail word, in a clause of its own
             return verdict, Statement.from_facts(old, new)
@@ -301,6 +304,16 @@ class RuleValidator:
             return Decision("duplicate", c.id, f"paraphrase (similarity {c.similarity:.2f}, same names and numbers)",
                             0.7, self.name)
         return None
+
+
+def _relative_is_relation(old_text: str, new_text: str, old: Fact, new: Fact) -> bool:
+    """Is the relative the alignment vetoes for the lexicon's relation word itself ("Nell's husband is ..."
+    beside "Nell is married to ...": her spouse, not a fact about her husband)?"""
+    relatives = read(old_text, new_text).relatives ^ read(new_text, old_text).relatives
+    if not relatives or old.relations != new.relations or len(new.relations) != 1:
+        return False  # "Milo's wife works at ...": the relative is not what the lexicon read
+    relation = next(r for r in RELATIONS if r.name in new.relations)
+    return all(relation.words.search(w) for w in relatives) and old.subject_key == new.subject_key
 
 
 def adds_detail(old_text: str, new_text: str) -> bool:

@@ -336,7 +336,7 @@ def vector_search(conn: psycopg.Connection, *, org: str, query: np.ndarray, k: i
                   ef_search=ef_search, current=current)
 
 
-def branch_context(conn: psycopg.Connection, *, org: str, ids: Iterable[uuid.UUID], n: int, valid_at: datetime,
+def branch_context(conn: psycopg.Connection[Any], *, org: str, ids: Iterable[uuid.UUID], n: int, valid_at: datetime,
                    known_at: datetime, include_superseded: bool = False) -> dict[uuid.UUID, list[dict[str, Any]]]:
     """Up to n neighbours of each memory on its branch (parent chain and subtree, nearest first), walked
     through superseded nodes and filtered at the output. One query for all the memories."""
@@ -348,7 +348,7 @@ def branch_context(conn: psycopg.Connection, *, org: str, ids: Iterable[uuid.UUI
     return context_by_hit(ids, rows)
 
 
-async def abranch_context(conn: psycopg.AsyncConnection, *, org: str, ids: Iterable[uuid.UUID], n: int,
+async def abranch_context(conn: psycopg.AsyncConnection[Any], *, org: str, ids: Iterable[uuid.UUID], n: int,
                           valid_at: datetime, known_at: datetime, include_superseded: bool = False
                           ) -> dict[uuid.UUID, list[dict[str, Any]]]:
     """`branch_context` on an async connection."""

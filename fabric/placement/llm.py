@@ -12,7 +12,9 @@ An invalidation the model is not sure of is not applied (Graphiti's users' top c
 invalidations): a contradiction_fork becomes a new_branch when the model's confidence is below
 ``min_fork_confidence``, when the subject it names for the new memory is another name than the
 target's (a name twin, a sister company), or when the value it names is already in the target
-(the same value under another attribute is not a correction). A duplicate whose subject names are
+(the same value under another attribute is not a correction), when the old value it names is not in
+the target or is the new value (a small model "corrects" a value the target never stated), or when the
+new sentence says outright that it adds a value ("also", "another"). A duplicate whose subject names are
 not in the target is a new branch too: refusing it would lose a fact. Both stay live instead, and
 the read-time safety net and an admin replay can still resolve them.
 
@@ -23,7 +25,8 @@ and its decision stands, with no request, when it rests on something it reads fo
 structured key, or the statements of both sentences (read by the lexicon or aligned,
 `RuleValidator.verdict`) comparing as the decided kind ("separate" for a new branch). Only the
 writes the rules cannot read go to the model: one request at most per write, and none for what the
-rules settle.
+rules settle. A "separate" reading that is only the alignment's similarity threshold on a reworded
+relation (same subject, one value swapped: `borderline`) is not sure either: the model is asked.
 
 Canonical keys: a text-only write the model placed gets the key the rules read in its sentence when
 they read one (the lexicon's relation name, or the name a neighbour already uses for it); a

@@ -282,3 +282,63 @@ def test_a_period_said_on_one_side_only_may_still_be_a_correction(rules, embedde
     old = "The Quay pharmacy opens at 8 am."
     d, target = decide(rules, embedder, old, "On weekdays the Quay pharmacy now opens at 7:30.", pregated=True)
     assert d.kind == "contradiction_fork" and target == old
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Kiln Studio opens at noon.", "Opening time at Kiln Studio is 11:15."),
+    ("Kiln Studio opens at 10 am.", "Kiln Studio opens its doors at 9:30."),
+    ("Closing time at the Tarn Gym is 10 pm.", "The Tarn Gym shuts at 11 pm."),
+])
+def test_a_time_said_as_a_verb_or_as_a_time_noun_is_one_fact(rules, embedder, old, new):
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "contradiction_fork" and target == old
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Kiln Studio opens at 10 am.", "Closing time at Kiln Studio is 6 pm."),
+    ("Opening time at Kiln Studio is 10 am.", "Kiln Studio's lunch service starts at noon."),
+    ("The Tarn Gym shuts at 11 pm.", "Check-in time at the Tarn Hotel is 3 pm."),
+])
+def test_other_times_of_one_place_stay_apart(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork"
+
+
+def test_the_same_figure_of_another_measure_is_no_paraphrase(rules, embedder):
+    old = "Project Teal's budget is €400,000."
+    d, _ = decide(rules, embedder, old, "Project Teal has spent €400,000 so far.", pregated=True)
+    assert d.kind == "new_branch"
+    d, target = decide(rules, embedder, old, "The budget of Project Teal is 400,000 euros.", pregated=True)
+    assert d.kind == "duplicate" and target == old
+
+
+# Generated traps: other attributes of one place or person, each in three phrasings, values of one sort (times,
+# prices, people), so that only the relation tells them apart; and name twins stating one attribute.
+_TIMES = {"opens": ["{s} opens at {v}.", "Opening time at {s} is {v}."],
+          "closes": ["{s} closes at {v}.", "{s} shuts at {v}."],
+          "lunch": ["Lunch at {s} is served from {v}.", "{s}'s lunch service starts at {v}."],
+          "checkin": ["Check-in at {s} starts at {v}.", "{s}'s check-in time is {v}."]}
+_PEOPLE = {"manager": ["{s}'s manager is {v}.", "{s} reports to {v}."],
+           "mentor": ["{s}'s mentor is {v}.", "{v} mentors {s}."],
+           "dentist": ["{s}'s dentist is {v}.", "{v} is the dentist of {s}."],
+           "landlord": ["{s}'s landlord is {v}.", "{s} rents from {v}."]}
+
+
+def _generated_traps() -> list[tuple[str, str]]:
+    out = []
+    for groups, subject, twin, (v1, v2) in ((_TIMES, "the Quarry Gym", "the Quarry Pool", ("7 am", "9 pm")),
+                                            (_PEOPLE, "Lina Ford", "Lina Forde", ("Ana Ruiz", "Ben Okoro"))):
+        for (_a1, f1), (_a2, f2) in [(x, y) for x in groups.items() for y in groups.items() if x[0] != y[0]]:
+            out.append((f1[0].format(s=subject, v=v1), f2[1].format(s=subject, v=v2)))  # another attribute
+        for f in groups.values():
+            out.append((f[0].format(s=subject, v=v1), f[1].format(s=twin, v=v2)))  # a twin, reworded
+    return [(o[0].upper() + o[1:], n[0].upper() + n[1:]) for o, n in out]
+
+
+def test_generated_traps_invalidate_nothing(rules, embedder):
+    wrong = []
+    for old, new in _generated_traps():
+        d, _ = decide(rules, embedder, old, new, pregated=True)
+        if d.kind == "contradiction_fork":
+            wrong.append((old, new))
+    assert len(_generated_traps()) == 32 and wrong == []

@@ -168,6 +168,7 @@ def canonical(text: str) -> str:
     t = re.sub(r"\bhalf past (\w+)", r"\1:30", t, flags=re.IGNORECASE)
     t = re.sub(r"\b(noon|midday)\b", "12:00", t, flags=re.IGNORECASE)
     t = re.sub(r"\bmidnight\b", "00:00", t, flags=re.IGNORECASE)
+    t = re.sub(r"\b(open(?:s|ed)?) (?:its|their|the) doors\b", r"\1", t)  # "opens its doors at 9": opens at 9
     t = re.sub(r"\b([Yy])early\b", lambda m: "Annual" if m.group(1) == "Y" else "annual", t)  # one word per period
     t = _spell_numbers(t)
     t = _SHIFT.sub(lambda m: m.group(1).split()[0], t)  # "pushed back 2 weeks, to" -> "pushed to"
@@ -219,7 +220,7 @@ _NEGATION = re.compile(r"\b(?:not(?! (?:far|only|just|least|bad|unlike)\b)|no lo
 _SAME_WORD = {"due": "deadlin", "resident": "population", "inhabitant": "population", "populat": "population",
               "fee": "price", "cost": "price", "charg": "price", "pric": "price", "deliv": "ship", "shipp": "ship",
               "bill": "price", "pay": "price", "paid": "price", "employ": "staff", "worker": "staff",
-              "annual": "year", "written": "writ", "implement": "writ", "cod": "writ"}
+              "annual": "year", "shut": "clos", "written": "writ", "implement": "writ", "cod": "writ"}
 # Verbs that only say an event is scheduled ("happens on", "takes place on", "we hold it on"): no attribute.
 _SCHEDULED = re.compile(r"\b(?:(?:takes?|took|taking|taken) place|(?:planned|scheduled|slated|expected|set) (?=for|on)"
                         r"|happens?|happened|happening|occurs?|occurred"
@@ -228,6 +229,7 @@ _SCHEDULE_WORDS = frozenset("happen happens happened happening occur occurs occu
                             "expected".split())
 # Words a money value implies: "the shipping fee is €4.99" / "orders ship for €6.50".
 _PRICE_WORDS = frozenset({"price"})
+_TIME_WORDS = frozenset({"tim"})  # "opening time at X is 9:00" / "X opens at 9:00"
 _DATE_WORDS = frozenset({"dat"})  # "the launch date" / "the launch": said by a date value
 
 
@@ -717,7 +719,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     if a.unit and b.unit and _dimension(a.unit) != _dimension(b.unit):  # "8 engineers" / "3 designers"
         return Aligned("separate", f"another unit ({a.unit} / {b.unit})", veto="money" in (a.unit, b.unit))
     implied = (_PRICE_WORDS if a.unit == b.unit == "money" else frozenset()) \
-        | (_DATE_WORDS if a.kind == b.kind == "date" else frozenset())  # a price, a date either way
+        | (_DATE_WORDS if a.kind == b.kind == "date" else frozenset()) \
+        | (_TIME_WORDS if a.kind == b.kind == "time" else frozenset())  # a price, a date, a time either way
     only_old, only_new = only_old - implied, only_new - implied
     period_old, period_new = _periods(old), _periods(new)
     if period_new - period_old and period_old:  # "on weekdays" / "at weekends"

@@ -36,7 +36,7 @@ from difflib import SequenceMatcher
 from typing import Any, Sequence
 
 from .align import Aligned, clauses, compare_aligned, read, relation_similarity, single_key
-from .facts import RELATIONS, Fact, compare, extract, keyable, shared_relation, value_key
+from .facts import RELATIONS, Fact, _numeric, compare, extract, keyable, shared_relation, value_key
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -300,7 +300,8 @@ class RuleValidator:
                     relation=c.relation if c.subject else None,
                     value=value if c.subject else None)
             # Otherwise the swapped span is the subject (another fact) or a rewording (maybe a paraphrase).
-        if is_paraphrase(c.content, write.content, c.similarity, self.duplicate_similarity):
+        if is_paraphrase(c.content, write.content, c.similarity, self.duplicate_similarity) \
+                and not _other_figure(c.content, write.content):
             return Decision("duplicate", c.id, f"paraphrase (similarity {c.similarity:.2f}, same names and numbers)",
                             0.7, self.name)
         return None
@@ -314,6 +315,16 @@ def _relative_is_relation(old_text: str, new_text: str, old: Fact, new: Fact) ->
         return False  # "Milo's wife works at ...": the relative is not what the lexicon read
     relation = next(r for r in RELATIONS if r.name in new.relations)
     return all(relation.words.search(w) for w in relatives) and old.subject_key == new.subject_key
+
+
+def _other_figure(old_text: str, new_text: str) -> bool:
+    """The old sentence states a figure of a named attribute (a budget, a price, a headcount) that the new one
+    does not name: the same number may measure something else ("has spent €250,000 so far")."""
+    old = extract(old_text, new_text)
+    if old is None or not _numeric(old.relation):
+        return False
+    new = extract(new_text, old_text)
+    return new is None or not new.relations & old.relations
 
 
 def adds_detail(old_text: str, new_text: str) -> bool:

@@ -44,7 +44,9 @@ pytestmark = [
 # just under it, so a prompt or guard regression fails, not one flipped pair. The first set was not
 # re-measured with this prompt (the rules alone score 45/49 there and settle most of its pairs): its
 # floor is the old prompt's 43/49 less a margin.
-MIN_ACCURACY = {"placement_pairs.jsonl": 0.80, "placement_pairs_v2.jsonl": 0.91}
+# The users'-wording set (v4, 47 pairs) joined the defaults later: its floor is the rules' 45/47 less a
+# margin, not yet a measured LLM figure.
+MIN_ACCURACY = {"placement_pairs.jsonl": 0.80, "placement_pairs_v2.jsonl": 0.91, "placement_pairs_v4.jsonl": 0.85}
 # Unrelated facts wrongly invalidated, per 50: the goal is 1; measured 2/77 (1.3 per 50) on v2, both
 # decided by the rules (sure readings: no request), none by the model.
 MAX_WRONG_INVALIDATIONS_PER_50 = 2

@@ -120,20 +120,35 @@ _FAVOURITE_WORD = re.compile(r"\b(?:go-to|fave|favored|favoured)(?=\s+[a-z])", r
 # "... is Middlemarch, not Dune": the value denied after a comma is the old one, not a negation of the fact.
 _NOT_THAT = re.compile(r",\s*not\s+(?:the\s+)?[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*(?=\s*(?:[.!?;]|$))")
 
+# "Jonas is no longer in Oslo, he lives in Bergen": the old value denied, then the new one said of a pronoun;
+# what the sentence states is its second clause, said of its subject ("Jonas lives in Bergen").
+_NO_LONGER = re.compile(r"^(?P<subject>[^,;.:]+?)\s+(?:(?:is|are|does|do|has|have|was|were)(?:\s+no longer|n't|\s+not)"
+                        r"|no longer)\b[^,;.:]*(?:[,;:]|\s[–—-])\s*(?:(?:and|but|so)\s+)?(?:now\s+)?"
+                        r"(?:he|she|they|it)(?!(?:'s|'re|\s+is|\s+are)\s+(?:now\s+)?(?:at|in|on|with|for)\b)"
+                        r"(?P<be>'s|'re|\s+is|\s+are)?\s+(?!(?:said|says|thinks|told|wrote)\b)(?=\w)", re.IGNORECASE)
+# ("... Siemens; she is now at Bosch": "is at" names no attribute, so the first clause's verb is kept to read.)
+
+
+def _no_longer(m: re.Match[str]) -> str:
+    return m.group("subject") + (" is " if m.group("be") else " ")
+
+
 _MONTH_NAMES = "January February March April May June July August September October November December".split()
 _MONTH = r"(January|February|March|April|May|June|July|August|September|October|November|December)"
 _ISO_DAY = re.compile(r"\b(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])\b(?!-\d)")
 # ("Room 4 May be closed": the verb "may" is no month.)
 _DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b(?!(?<=May)\s+[a-z])"
                         rf"(?:,?\s+(\d{{4}})\b)?")
-_MONTH_DAY = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)\b")
+# "April 10th 2027", "April 10 2027": the year joined as "April 10, 2027" is one date, not a day and a year.
+_MONTH_DAY = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:(?:st|nd|rd|th)\b(?:,?\s+(\d{{4}})\b)?|,?\s+(\d{{4}})\b)")
 
 
 def _dates(t: str) -> str:
     """"2025-03-14", "14 March 2025", "the 14th of March", "March 14th" -> "March 14, 2025" / "March 14"."""
     t = _ISO_DAY.sub(lambda m: f"{_MONTH_NAMES[int(m.group(2)) - 1]} {int(m.group(3))}, {m.group(1)}", t)
     t = _DAY_MONTH.sub(lambda m: f"{m.group(2)} {int(m.group(1))}" + (f", {m.group(3)}" if m.group(3) else ""), t)
-    return _MONTH_DAY.sub(r"\1 \2", t)
+    return _MONTH_DAY.sub(lambda m: f"{m.group(1)} {m.group(2)}" + (f", {m.group(3) or m.group(4)}"
+                                                                   if m.group(3) or m.group(4) else ""), t)
 
 # "pushed back 2 weeks, to October 14", "delayed by three days": how far it moved is no value of its own.
 _SHIFT = re.compile(r"\b((?:pushed|moved|pulled|brought|set)\s+(?:back|forward|out|up)|delayed|postponed|"
@@ -161,6 +176,7 @@ def canonical(text: str) -> str:
     for pattern, user in _USER:
         t = pattern.sub(user, t)
     t = _REPORTED.sub(_reported, t)
+    t = _NO_LONGER.sub(_no_longer, t)
     t = _HONORIFIC.sub(r"\1 ", t)
     t = _INNER_ADVERB.sub(r"\1 \2", t)
     t = _FAVOURITE_WORD.sub(lambda m: "Favourite" if m.group()[0].isupper() else "favourite", t)

@@ -1,0 +1,63 @@
+"""Round 6 of the rule validator: corrections in the words people use to correct ("no longer A, now B",
+dates written with an ordinal and a year). Sentences written here, not taken from the labelled sets
+(tests/data/placement_pairs_v*.jsonl). Pure: no database; the real embedding model."""
+
+from __future__ import annotations
+
+import pytest
+
+from fabric.placement.align import canonical
+from tests.fix_placement import decide
+
+
+@pytest.mark.parametrize("text, read", [
+    ("Jonas Pike is no longer in Oslo, he lives in Bergen.", "Jonas Pike lives in Bergen."),
+    ("The user no longer lives in Oslo; they moved to Bergen.", "User moved to Bergen."),
+    ("jonas pike doesn't live in oslo anymore, he lives in bergen", "jonas pike lives in bergen"),
+    ("Ardent Bank is no longer in Zurich - it is now headquartered in Geneva.",
+     "Ardent Bank is now headquartered in Geneva."),
+])
+def test_a_denied_value_then_a_pronoun_reads_as_the_new_value(text, read):
+    assert canonical(text) == read
+
+
+@pytest.mark.parametrize("text", [
+    "Tom no longer drinks coffee.",                                     # nothing said instead
+    "He no longer works there, she said.",                              # someone else speaking
+    "Helga Moreau no longer works at Siemens; she is now at Bosch.",     # "is at" alone names no attribute
+    "Tom is not happy, and Ann left.",                                   # no pronoun: another subject
+])
+def test_other_negations_are_read_as_written(text):
+    assert canonical(text) == text
+
+
+@pytest.mark.parametrize("text, read", [
+    ("The launch was pushed to April 10th 2027.", "The launch was pushed to April 10, 2027."),
+    ("It ships on April 10 2027.", "It ships on April 10, 2027."),
+    ("It ships on April 10th, 2027.", "It ships on April 10, 2027."),
+    ("It ships on April 10th.", "It ships on April 10."),
+    ("It ships in March 2027.", "It ships in March 2027."),             # a month and year is no day
+])
+def test_a_day_and_its_year_are_one_date(text, read):
+    assert canonical(text) == read
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Jonas Pike lives in Oslo.", "Jonas Pike is no longer in Oslo, he lives in Bergen."),
+    ("Cora Hale lives in Leeds.", "Cora Hale doesn't live in Leeds any more; she lives in York."),
+    ("The launch of Orion is on March 3, 2027.", "The Orion launch has been pushed to April 10th 2027."),
+    ("The Vesta review is on May 2nd 2026.", "The Vesta review moved to June 9 2026."),
+])
+def test_corrections_in_these_words_fork(rules, embedder, old, new):
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "contradiction_fork" and target == old, d.reason
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Jonas Pike lives in Oslo.", "Jonas Pike's sister is no longer in Oslo, she lives in Bergen."),
+    ("Jonas Pike lives in Oslo.", "Jonas Peake is no longer in Oslo, he lives in Bergen."),
+    ("The launch of Orion is on March 3, 2027.", "The launch of Vega is on April 10th 2027."),
+])
+def test_other_subjects_said_that_way_correct_nothing(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork", d.reason

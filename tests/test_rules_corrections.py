@@ -61,3 +61,33 @@ def test_corrections_in_these_words_fork(rules, embedder, old, new):
 def test_other_subjects_said_that_way_correct_nothing(rules, embedder, old, new):
     d, _ = decide(rules, embedder, old, new, pregated=True)
     assert d.kind != "contradiction_fork", d.reason
+
+
+@pytest.mark.parametrize("old, new", [
+    # "has become", "started": words of change, not another relation
+    ("The favourite film of Iris Lowe is Paper Moon.", "Heat has become Iris Lowe's favourite film."),
+    ("Ravi Menon works for Stripe.", "ravi menon started working at adyen"),
+    ("The favourite band of Ula Brandt is Wire.", "Low became Ula Brandt's favourite band."),
+    # "actually": a correction said outright
+    ("Lumen Works was founded in 2011.", "Lumen Works was actually founded in 2012."),
+    # "relocated from A to B": a move, not an event of its own
+    ("Amara Draycott lives in Lisbon.", "Amara Draycott relocated from Lisbon to Tallinn."),
+    # "called" / "named": one predicate
+    ("The user's dog is called Biscuit.", "The user's dog is named Pepper."),
+    ("Leon Ashby's cat is named Miso.", "Leon Ashby's cat is called Tofu now."),
+])
+def test_words_of_change_and_one_predicate_fork(rules, embedder, old, new):
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "contradiction_fork" and target == old, d.reason
+
+
+@pytest.mark.parametrize("old, new", [
+    ("The favourite film of Iris Lowe is Paper Moon.", "Heat has become Iris Lowe's favourite book."),
+    ("Ravi Menon works for Stripe.", "Ravi Menon's wife started working at Adyen."),
+    ("Lumen Works was founded in 2011.", "Lumen Labs was actually founded in 2012."),
+    ("The user's dog is called Biscuit.", "The user's cat is named Pepper."),
+    ("Amara Draycott lives in Lisbon.", "Amara Draycott's brother relocated from Lisbon to Tallinn."),
+])
+def test_the_same_words_of_another_fact_correct_nothing(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork", d.reason

@@ -213,7 +213,8 @@ _CHANGE = frozenset("""now new newly changed change changes moved move moves swi
     since currently these days nowadays anymore raised lowered increased decreased dropped grew grown slipped
     pushed promoted became become becomes replaced replacing instead latest recently today lately longer passed
     went gone has been set reset sold bought officially effective starting renamed transferred shifted upgraded
-    downgraded rewritten changed traded swapped exchanged stepped resigned retired departed replaced""".split())
+    downgraded rewritten changed traded swapped exchanged stepped resigned retired departed replaced
+    actually relocated migrated started starting began""".split())
 # "X's son attends ...", "X's husband works at ...": the fact is about someone else.
 _RELATIVES = frozenset("""son daughter child children kid kids wife husband spouse partner sister brother sibling
     mother father mom mum dad parent parents grandmother grandfather aunt uncle cousin niece nephew friend
@@ -236,7 +237,7 @@ _NEGATION = re.compile(r"\b(?:not(?! (?:far|only|just|least|bad|unlike)\b)|no lo
 _SAME_WORD = {"due": "deadlin", "resident": "population", "inhabitant": "population", "populat": "population",
               "fee": "price", "cost": "price", "charg": "price", "pric": "price", "deliv": "ship", "shipp": "ship",
               "bill": "price", "pay": "price", "paid": "price", "employ": "staff", "worker": "staff",
-              "annual": "year", "shut": "clos", "written": "writ", "implement": "writ", "cod": "writ"}
+              "annual": "year", "shut": "clos", "nam": "call", "written": "writ", "implement": "writ", "cod": "writ"}
 # Verbs that only say an event is scheduled ("happens on", "takes place on", "we hold it on"): no attribute.
 _SCHEDULED = re.compile(r"\b(?:(?:takes?|took|taking|taken) place|(?:planned|scheduled|slated|expected|set) (?=for|on)"
                         r"|happens?|happened|happening|occurs?|occurred"

@@ -523,7 +523,8 @@ _AFTER_POSSESSIVE = re.compile(r"'s\s+(?:[a-z-]+\s+)+")  # "X's new team lead": 
 _LINKING = frozenset("""moved switched located situated holds holding answers joined hired relocated transferred
     changed upgraded downgraded promoted elected stays staying sits living registered chose chosen picked
     selected succeeded succeeds replaced replacing given gets got received numbers totals runs held business
-    operations left quit grew rose fell dropped increased decreased climbed shrank jumped went""".split())
+    operations left quit grew rose fell dropped increased decreased climbed shrank jumped went
+    become became becomes started starting began""".split())
 _AUXILIARIES = frozenset("does do did doesn't don't didn't will would can could may might should must shall "
                          "isn't wasn't used".split())
 

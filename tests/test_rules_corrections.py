@@ -91,3 +91,24 @@ def test_words_of_change_and_one_predicate_fork(rules, embedder, old, new):
 def test_the_same_words_of_another_fact_correct_nothing(rules, embedder, old, new):
     d, _ = decide(rules, embedder, old, new, pregated=True)
     assert d.kind != "contradiction_fork", d.reason
+
+
+@pytest.mark.parametrize("old, new", [
+    ("The office wifi password is tulip42.", "The office wifi password was changed to maple77."),
+    ("The staging server is web01.", "The staging server is now web03."),
+    ("The office wifi password is tulip42.", "office wifi password: maple77"),
+])
+def test_a_code_of_letters_and_digits_is_a_value(rules, embedder, old, new):
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "contradiction_fork" and target == old, d.reason
+
+
+@pytest.mark.parametrize("old, new", [
+    ("The guest wifi password is tulip42.", "The office wifi password was changed to maple77."),
+    ("The staging server is web01.", "The production server is web02."),
+    ("The promo code is save10.", "The promo code for students is stu20."),
+    ("Our build runs on node18.", "Our tests run on node20."),
+])
+def test_codes_of_other_things_correct_nothing(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork", d.reason

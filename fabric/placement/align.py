@@ -503,10 +503,11 @@ def _every(r: Reading, value: Anchor) -> bool:
 
 
 def _stated_last(r: Reading, value: Anchor) -> bool:
-    """Is this the sentence's only name, ending it after "is" or a colon, in a definite statement ("the office
-    wifi password is X", not "a good dentist is X")?"""
+    """Is this the sentence's only name, ending it after "is", "is now", "changed to" or a colon, in a definite
+    statement ("the office wifi password is X", not "a good dentist is X")?"""
     return len(r.anchors) == 1 and not r.text[value.end:].strip(" .!") \
-        and re.search(r"(?:\b(?:is|are|remains)|:)\s*$", r.text[:value.start]) is not None \
+        and re.search(r"(?:\b(?:is|are|remains|now|(?:changed|updated|reset|set|switched|moved|raised|lowered)\s+to)|:)"
+                      r"\s*$", r.text[:value.start]) is not None \
         and re.match(r"\s*(?:an?|one|some|another)\b", r.text) is None
 
 

@@ -285,9 +285,10 @@ _CAMEL = re.compile(r"[a-z]{1,2}[A-Z][a-z]{2,}")
 
 
 def _is_name(tok: str) -> bool:
-    """Capitalised, a number, an address, or a brand in camel case ("iRobot", "eBay")."""
+    """Capitalised, a number, an address, a code of letters and digits, or a brand in camel case ("iRobot")."""
     camel = _CAMEL.fullmatch(tok) is not None
-    return tok[0].isupper() or camel or tok[0].isdigit() or tok[0] in "$€£" or "@" in tok \
+    code = tok.isalnum() and not tok.isalpha() and not tok.isdigit()  # "tulip42", "b7x": a code, password, tag
+    return tok[0].isupper() or camel or code or tok[0].isdigit() or tok[0] in "$€£" or "@" in tok \
         or tok[:2].startswith("+") and tok[1:2].isdigit()
 
 

@@ -112,3 +112,32 @@ def test_a_code_of_letters_and_digits_is_a_value(rules, embedder, old, new):
 def test_codes_of_other_things_correct_nothing(rules, embedder, old, new):
     d, _ = decide(rules, embedder, old, new, pregated=True)
     assert d.kind != "contradiction_fork", d.reason
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Dana Wu is a Senior Engineer at Flux.", "Dana Wu is now a Staff Engineer at Flux."),
+    ("Lea Roth works as a Product Manager at Kivo.", "Lea Roth is now a Group Product Manager at Kivo."),
+    ("Ana Gil was a Data Analyst at Norte.", "Ana Gil became a Data Scientist at Norte."),
+])
+def test_a_new_title_at_the_same_place_forks(rules, embedder, old, new):
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "contradiction_fork" and target == old, d.reason
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Dana Wu is a Senior Engineer at Flux.", "Dana Wu is a Staff Engineer at Fluxon."),   # another place
+    ("Dana Wu is a Senior Engineer at Flux.", "Dana Wu met a Staff Engineer at Flux."),    # no title slot
+    ("Dana Wu is a Senior Engineer at Flux.", "Dana Wu's brother is a Staff Engineer at Flux."),
+    ("Dana Wu is a member of the Chess Club at Flux.", "Dana Wu is a member of the Book Club at Flux."),
+    ("Dana Wu is a fan of Arsenal in London.", "Dana Wu is a fan of Chelsea in London."),
+    # "X is a mentor for Y" names Y's mentor: another mentee is another fact
+    ("Dana Wu is a mentor for the Rust Guild at Flux.", "Dana Wu is a mentor for the Go Guild at Flux."),
+])
+def test_other_slots_between_the_same_names_correct_nothing(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork", d.reason
+
+
+def test_a_mentor_for_someone_is_their_mentor(rules, embedder):
+    d, _ = decide(rules, embedder, "Ivo Berg's mentor is Ada Lind.", "Ada Lind is a mentor to Ivo Berg.", pregated=True)
+    assert d.kind == "duplicate", d.reason

@@ -511,6 +511,20 @@ def _stated_last(r: Reading, value: Anchor) -> bool:
         and re.match(r"\s*(?:an?|one|some|another)\b", r.text) is None
 
 
+# "X is (now) a Senior Engineer at Y": the name between the subject's "is a" and the shared "at Y" is X's title there.
+_BEFORE_TITLE = re.compile(r"\b(?:is|was|are|became|become|as)\s+(?:now\s+)?(?:a|an|the|our|their)\s+$")
+_AFTER_TITLE = re.compile(r"\s+(?:at|of|for|with|in)\s+(?:the\s+)?$")
+
+
+def _title_slot(r: Reading, value: Anchor, shared: set[str]) -> bool:
+    i = r.anchors.index(value)
+    if i == 0 or i + 1 >= len(r.anchors) or r.anchors[i - 1].key not in shared or r.anchors[i + 1].key not in shared:
+        return False
+    after = r.anchors[i + 1]
+    return _BEFORE_TITLE.search(r.text[r.anchors[i - 1].end:value.start]) is not None \
+        and _AFTER_TITLE.fullmatch(r.text[value.end:after.start]) is not None
+
+
 def _superseded(r: Reading) -> set[str]:
     return {a.key for a in r.anchors
             if _GONE_BEFORE.search(r.text[:a.start]) or _GONE_AFTER.match(r.text[a.end:])}
@@ -798,7 +812,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
         return Aligned("separate", "one side tells the past")  # "used to work at Repsol" corrects nothing
     if (old.event or new.event) and a.kind == "name" and not version:
         return Aligned("separate", "an event, not a state: each is a fact of its own")
-    if len(old.anchors) > 2 and a.kind == "name" and not version:
+    if len(old.anchors) > 2 and a.kind == "name" and not version and not (
+            _title_slot(old, a, shared) and _title_slot(new, b, shared)):
         return Aligned("separate", "one of several names changed")
     if (old.many or new.many or new.also) and a.kind == "name" and not version and not gone:
         return Aligned("separate", "a relation of many values", veto=new.also)

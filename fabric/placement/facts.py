@@ -109,7 +109,7 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("owner", r"\bowned by\b|\bowns\b|\bparent company\b|\bsubsidiary of\b|\bacquired by\b|\bunit of\b"
                   r"|\bowner(?:ship)?\b|\bbought by\b", r"\bowns\b"),
     _rel("spouse", r"\bmarried to\b|\bwife\b|\bhusband\b|\bspouse\b"),
-    _rel("mentor", r"\bmentor(?:s|ed by)?\b", r"\bmentors\b"),
+    _rel("mentor", r"\bmentor(?:s|ed by)?\b", r"\bmentors\b|\b(?:is|was|as) (?:a|an|the) mentor (?:for|to)\b"),
     _rel("coach", r"\bcoach(?:es|ed by)?\b|\btrained by\b|\btrainer\b", r"\bcoaches\b"),
     _rel("doctor", r"\bdoctor\b|\bphysician\b|\bgp\b|\bpatient of\b|\btreated by\b"),
     _rel("dentist", r"\bdentist\b"),

@@ -141,3 +141,33 @@ def test_other_slots_between_the_same_names_correct_nothing(rules, embedder, old
 def test_a_mentor_for_someone_is_their_mentor(rules, embedder):
     d, _ = decide(rules, embedder, "Ivo Berg's mentor is Ada Lind.", "Ada Lind is a mentor to Ivo Berg.", pregated=True)
     assert d.kind == "duplicate", d.reason
+
+
+@pytest.mark.parametrize("old, new", [
+    # a generic noun after a name is part of the name
+    ("The Falcon team has 12 engineers.", "Falcon now has 15 engineers."),
+    ("The Delta service runs on Java 11.", "Delta now runs on Java 17."),
+    ("The Kite project budget is $20,000.", "Kite's budget was cut to $15,000."),
+    # "is down to", "cut to": words of change
+    ("The Falcon team has 12 engineers.", "The Falcon team is down to nine engineers."),
+    # the old value in a "who used to" clause
+    ("Zara Bell lives in Glasgow.", "Zara Bell, who used to live in Glasgow, now lives in Dundee."),
+])
+def test_a_name_with_or_without_its_generic_noun_is_one_subject(rules, embedder, old, new):
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "contradiction_fork" and target == old, d.reason
+
+
+@pytest.mark.parametrize("old, new", [
+    ("The Falcon team has 12 engineers.", "The Falcon app has 15 engineers."),
+    ("The Delta service runs on Java 11.", "The Delta app runs on Java 17."),
+    ("The Tern project deadline is June 30.", "The Tern programme deadline is July 15."),
+    ("The Falcon team has 12 engineers.", "The Falcon team has 3 designers."),
+])
+def test_two_things_of_one_name_stay_apart(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork", d.reason
+
+
+def test_a_used_to_clause_is_dropped_from_the_reading():
+    assert canonical("Zara Bell, who used to live in Glasgow, now lives in Dundee.") == "Zara Bell now lives in Dundee."

@@ -129,6 +129,11 @@ _NO_LONGER = re.compile(r"^(?P<subject>[^,;.:]+?)\s+(?:(?:is|are|does|do|has|hav
 # ("... Siemens; she is now at Bosch": "is at" names no attribute, so the first clause's verb is kept to read.)
 
 
+# "Zara, who used to live in Glasgow, now lives in Dundee": the clause names the old value; the sentence states the new.
+_USED_TO_CLAUSE = re.compile(r",\s*(?:who|which)\s+(?:used to|was formerly|were formerly|formerly|previously)\b"
+                             r"[^,]*,\s*", re.IGNORECASE)
+
+
 def _no_longer(m: re.Match[str]) -> str:
     return m.group("subject") + (" is " if m.group("be") else " ")
 
@@ -177,6 +182,7 @@ def canonical(text: str) -> str:
         t = pattern.sub(user, t)
     t = _REPORTED.sub(_reported, t)
     t = _NO_LONGER.sub(_no_longer, t)
+    t = _USED_TO_CLAUSE.sub(" ", t)
     t = _HONORIFIC.sub(r"\1 ", t)
     t = _INNER_ADVERB.sub(r"\1 \2", t)
     t = _FAVOURITE_WORD.sub(lambda m: "Favourite" if m.group()[0].isupper() else "favourite", t)
@@ -214,7 +220,7 @@ _CHANGE = frozenset("""now new newly changed change changes moved move moves swi
     pushed promoted became become becomes replaced replacing instead latest recently today lately longer passed
     went gone has been set reset sold bought officially effective starting renamed transferred shifted upgraded
     downgraded rewritten changed traded swapped exchanged stepped resigned retired departed replaced
-    actually relocated migrated started starting began""".split())
+    actually relocated migrated started starting began down up cut""".split())
 # "X's son attends ...", "X's husband works at ...": the fact is about someone else.
 _RELATIVES = frozenset("""son daughter child children kid kids wife husband spouse partner sister brother sibling
     mother father mom mum dad parent parents grandmother grandfather aunt uncle cousin niece nephew friend
@@ -317,6 +323,7 @@ class Reading:
     also: bool                     # "also", "another": one more value, said outright
     event: bool                    # tells what someone did ("X presented the roadmap to Y"), not a state
     relatives: frozenset[str]
+    heads: frozenset[tuple[str, str]] = frozenset()  # (name, head): "the Delta service" -> ("delta", "service")
 
 
 _TIME = re.compile(r"\d\d:\d\d")
@@ -444,13 +451,22 @@ def _read(t: str, spans: tuple[Span, ...]) -> Reading:
     rest = _WHEN.sub(" ", rest)  # "from next week ...": when the statement holds, not the attribute
     rest = _SCHEDULED.sub(" ", rest)
     rest = re.sub(r"\b(?:stepped|steps|step|stepping) down\b", " ", rest)
+    # "the Delta service" / "Delta", "the Tern project" / "Tern": a generic noun after a name is part of the name
+    heads = set()
+    for a in anchors:
+        m = _HEAD.match(rest, a.end) if a.kind == "name" else None
+        if m:
+            heads.add((a.key, m.group(1)))
+            rest = rest[:m.start(1)] + " " * len(m.group(1)) + rest[m.end(1):]
     tokens = [w.removesuffix("'s").removesuffix("'") for w in _WORD.findall(rest)]
     words = tuple(word_key(w) for w in tokens if w not in _STOP and w not in _CHANGE and len(w) > 1)
     return Reading(low, anchors, words, _NEGATION.search(rest) is not None,
                    _MANY.search(rest) is not None or _ACTIVITY.search(rest) is not None,
                    _ALSO.search(rest) is not None, _event(low, anchors),
-                   frozenset(m.group(1) or m.group(2) for m in _RELATIVE.finditer(rest)))
+                   frozenset(m.group(1) or m.group(2) for m in _RELATIVE.finditer(rest)), frozenset(heads))
 
+
+_HEAD = re.compile(r"\s+(project|service|app|team|programme|program|initiative|platform)\b(?!\s+(?:of|for)\b)")
 
 # ---------------------------------------------------------------------------------------- comparing
 
@@ -719,6 +735,10 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
         new = replace(new, text=text, anchors=tuple(a for a in new.anchors if a.key not in gone))
     old_keys, new_keys = {a.key for a in old.anchors}, {a.key for a in new.anchors}
     shared = old_keys & new_keys
+    other_head = {h for h in old.heads ^ new.heads if h[0] in {x[0] for x in old.heads} & {x[0] for x in new.heads}}
+    if other_head:  # "the Falcon team" / "the Falcon app": two things of one name
+        return Aligned("separate", f"another thing of one name ({', '.join(sorted(h for _, h in other_head))})",
+                       veto=True)
     if old.relatives != new.relatives:
         return Aligned("separate", f"about a relative ({', '.join(sorted(old.relatives ^ new.relatives))})", veto=True)
     lost = [a for a in old.anchors if a.key not in shared]

@@ -573,7 +573,8 @@ def test_the_rephrased_set_is_scored_per_split_with_wrong_invalidations():
     assert len(pairs) >= 120 and len({p.id for p in pairs}) == len(pairs)
     assert sum(p.label == "new_branch" for p in pairs) >= 50
     tune = sum(p.split == "tune" for p in pairs)
-    assert {p.split for p in pairs} == {"tune", "holdout"} and 0.35 <= tune / len(pairs) <= 0.45
+    # 90/199 tune since two holdout pairs were opened on 2026-12-01 (their notes say so)
+    assert {p.split for p in pairs} == {"tune", "holdout"} and 0.35 <= tune / len(pairs) <= 0.46
     r = bench(settings=Settings(validator="rule"), use_llm=False, pairs_path=REPHRASED_PAIRS)
     (rule,) = r["runs"]
     assert r["set"] == "placement_pairs_v2.jsonl" and rule["pairs"] == len(pairs)

@@ -181,7 +181,8 @@ def test_no_post_filter_dilution(fab, pg, org):
         conn.execute("SET LOCAL enable_sort = off")
         plan = conn.execute("EXPLAIN " + ANN_SQL, {
             "org": org, "q": q, "k": 10, "valid_at": T(2025), "known_at": utcnow(),
-            "include_superseded": False, "live_only": False, "current": False, "scan_limit": 20}).fetchall()
+            "include_superseded": False, "live_only": False, "current": False, "scan_limit": 20,
+            "pool": 10, "mode": "vector", "subject_prefix": None}).fetchall()
         assert any("ix_memories_embedding_hnsw" in r["QUERY PLAN"] for r in plan)
         hits = vector_search(conn, org=org, query=q, k=10, valid_at=T(2025), known_at=utcnow(), ef_search=40)
         # A server whose pgvector has no iterative scan (< 0.8): the statement must not set it (an

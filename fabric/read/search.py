@@ -16,7 +16,10 @@ that hold, so memories that do not qualify can neither take a slot nor skew a we
 
 The candidate list grows with the graph: `ef_search` is a floor, scaled by
 (vectors / 100k) ** 0.6 past 100k vectors in the index searched (100 -> ~400 at 1M), the recall
-measured by `fabric bench scale` (docs/performance.md).
+measured by `fabric bench scale` (docs/performance.md). An org with an HNSW index of its own (a
+partial index, fabric/read/indexes.py: `fabric index orgs`) is searched through it -- the planner
+picks it, as its predicate matches the statement's `org = ...` -- and the candidate list is sized
+from that index, the org's own count.
 
 Lexical scoring. A memory's lexical score is BM25's idf summed over the query terms it contains
 (its lexemes, normalised as `search_text` is, and adjacent pairs of them as phrases), with binary
@@ -52,6 +55,7 @@ from psycopg.rows import tuple_row
 
 from ..placement.facts import value_key
 from ..sql import q
+from .indexes import org_index_name
 from .intent import read_question
 
 MODES = ("hybrid", "vector", "lexical")
@@ -154,7 +158,8 @@ SELECT set_config('hnsw.ef_search',
        set_config('jit', 'off', true),
        set_config('plan_cache_mode', 'force_custom_plan', true),
        set_config('max_parallel_workers_per_gather', '0', true)
-FROM (SELECT coalesce((SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(index)s)), 0) AS reltuples) i"""
+FROM (SELECT coalesce((SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(org_index)s)),
+                      (SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(index)s)), 0) AS reltuples) i"""
 _ITERATIVE_SQL = "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)"
 _PGVECTOR_SQL = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
 
@@ -181,17 +186,18 @@ async def apgvector_version(conn: psycopg.AsyncConnection) -> tuple[int, ...]:
     return _pgvector_versions[conn]
 
 
-def session_settings(*, ef_search: int, iterative: bool = False, index: str = ALL_INDEX
-                     ) -> list[tuple[str, Any]]:
+def session_settings(*, ef_search: int, iterative: bool = False, index: str = ALL_INDEX,
+                     org_index: str | None = None) -> list[tuple[str, Any]]:
     """Transaction-local settings a search runs with: the HNSW candidate list (ef_search, scaled up
-    with the size of `index`); an iterative index scan when pgvector has one (`iterative`: see
+    with the size of the index searched: `org_index`, the org's own partial index when it exists
+    (fabric/read/indexes.py), else the shared `index`); an iterative index scan when pgvector has one (`iterative`: see
     pgvector_version); no JIT (compiling a plan costs more than running a search); and a plan made for
     the actual parameters every time: a generic plan of `search_vector` (which psycopg's automatic
     preparation lets the server pick after a few runs) was measured at ~370 ms against ~17 ms for the
     custom one at 100k memories -- planned for an unknown k, it joins through sequential scans."""
     # No parallel workers: the exact-scan branch would start them on every query even when its
     # one-time filter skips it (~18 ms at 1M; docs/performance.md).
-    settings: list[tuple[str, Any]] = [(_SETTINGS_SQL, {"ef": ef_search, "index": index})]
+    settings: list[tuple[str, Any]] = [(_SETTINGS_SQL, {"ef": ef_search, "index": index, "org_index": org_index})]
     if iterative:
         # relaxed_order: the statements re-sort the rows by distance themselves.
         settings.append((_ITERATIVE_SQL, None))
@@ -208,8 +214,10 @@ def search_settings(params: dict[str, Any], *, ef_search: int, iterative: bool) 
         # filter, which keeps ~40% of a shared graph's candidates: visit 8x the pool or the exact
         # fallback runs on every query of a large org (measured at 100k: p50 433 -> 69 ms).
         ef = min(1000, max(ef_search, 8 * params["pool"]))
+    table = "current_embeddings" if params["current"] else "memories"
     return session_settings(ef_search=ef, iterative=iterative,
-                            index=CURRENT_INDEX if params["current"] else ALL_INDEX)
+                            index=CURRENT_INDEX if params["current"] else ALL_INDEX,
+                            org_index="fabric." + org_index_name(table, params["org"]))
 
 
 def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray | None, mode: str, k: int,

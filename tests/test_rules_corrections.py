@@ -171,3 +171,22 @@ def test_two_things_of_one_name_stay_apart(rules, embedder, old, new):
 
 def test_a_used_to_clause_is_dropped_from_the_reading():
     assert canonical("Zara Bell, who used to live in Glasgow, now lives in Dundee.") == "Zara Bell now lives in Dundee."
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Theo Park's manager is Alma Reyes.", "Theo Park moved under Joel Kim."),
+    ("Theo Park reports to Alma Reyes.", "Theo Park now sits under Joel Kim."),
+])
+def test_under_a_person_names_the_manager(rules, embedder, old, new):
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "contradiction_fork" and target == old, d.reason
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Theo Park's manager is Alma Reyes.", "Theo Park moved under the Joel Kim Bridge."),  # a place
+    ("Theo Park's manager is Alma Reyes.", "Alma Reyes now sits under Joel Kim."),        # a manager chain
+    ("Theo Park reports to Alma Reyes.", "Theo Park moved under 30 km away."),
+])
+def test_under_a_place_or_in_a_chain_corrects_nothing(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork", d.reason

@@ -101,7 +101,7 @@ RELATIONS: tuple[Relation, ...] = (
          r"\blooks after\b|\bhandles\b"),
     _rel("manager", r"\breports? (?:to|into)\b|\breporting to\b|\banswers to\b|\bline manager\b"
                     r"|(?<!account )(?<!success )\bmanager\b|\bmanaged by\b|\bmanages\b|\bboss\b"
-                    r"|\bsupervis(?:or|es|ed by)\b|\bworks under\b",
+                    r"|\bsupervis(?:or|es|ed by)\b|\b(?:works|working|moved|sits|now) under(?= §)",
          r"\bmanages\b|\bsupervises\b"),
     _rel("job_title", r"\bjob title\b|\btitle\b|\b(?:promoted|demoted) to\b"),
     _rel("billing_plan", r"\bplan\b|\btier\b|\bsubscription\b|\bsubscribed to\b|\bsubscribes to\b|\bbilled on\b"

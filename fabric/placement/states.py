@@ -1,0 +1,70 @@
+"""States told in lower-case words: a closed list of values per attribute ("vegetarian" / "vegan",
+"on hold" / "in active development"). The lexicon in facts.py reads values that are names or
+figures; these values are ordinary words, so each attribute lists the words that can hold it.
+A subject holds one state of an attribute at a time, so another state of the same subject is a
+correction; a state of someone or something else ("her sister is vegan", "sells vegan cakes")
+is another fact."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# attribute -> (value, the words that state it). One value per subject at a time.
+_STATES: dict[str, tuple[tuple[str, str], ...]] = {
+    "diet": (
+        ("vegan", r"vegan"),
+        ("vegetarian", r"vegetarian|veggie"),
+        ("pescatarian", r"pesc[ae]tarian"),
+        ("omnivore", r"omnivore|omnivorous"),
+    ),
+    "status": (
+        ("on hold", r"on hold|paused|on ice|shelved|frozen|suspended|stalled"),
+        ("active", r"(?:in|under) (?:active )?development|actively developed|active|resumed|restarted|unpaused"
+                   r"|underway|under way|in progress|back on track"),
+        ("cancelled", r"cancell?ed|scrapped|killed|abandoned|discontinued"),
+        ("done", r"completed|finished|shipped|wrapped up"),
+    ),
+}
+_PATTERNS = {attr: [(value, re.compile(r"\b(?:" + words + r")\b")) for value, words in values]
+             for attr, values in _STATES.items()}
+
+# Words between the subject and its state that say nothing of who holds it: "Nikhil Rao went fully
+# vegan", "Project Wren has been put on hold", "the user is on a vegetarian diet".
+_FILLER = frozenset("""the a an is are am was were be been being has have had become became becomes went gone go
+goes turned turns turn got gets get now fully completely entirely strictly back put officially finally again still
+currently actually since on to switched switches moved mostly eats eat follows follow keeps keep stays stay
+remains remain""".split())
+# What may follow the state: the end, a time, or the attribute's own noun ("a vegan diet").
+_AFTER = frozenset("""now again in since last this until till for from after as these at anymore today recently
+diet lately""".split())
+# A state held once, or asked about, is not the subject's state now.
+_THEN = re.compile(r"\b(?:used to|formerly|previously|once|until(?! further notice)|till|back then|years ago|growing up|in (?:college|school)"
+                   r"|at university|as an? (?:kid|child|teen|teenager|student)|when (?:he|she|they|i|we) (?:was|were))\b|\?")
+_ATTR_NOUNS = re.compile(r"(?:['’]s)?\s+\b(?:diet|status)\b")
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    attribute: str
+    value: str
+    subject: str          # the words before the state, fillers dropped ("nikhil rao", "project kite")
+    read: bool            # of the subject alone, as of now (no noun after it, no other verb, no 'used to')
+
+
+def state(text: str) -> State | None:
+    """The one state the sentence tells, if it tells a state of one attribute; None if none, or two."""
+    low = _ATTR_NOUNS.sub("", text.lower().replace("i'm ", "i am ").replace("i’m ", "i am "))
+    for attr, patterns in _PATTERNS.items():
+        found = [(value, m) for value, p in patterns for m in p.finditer(low)]
+        if not found:
+            continue
+        if len({value for value, _ in found}) > 1:
+            return None  # "paused for the holidays, but … active": which one is the subject's?
+        value, m = min(found, key=lambda f: f[1].start())
+        before = re.findall(r"[\w'’-]+", low[:m.start()])
+        subject = " ".join(w for w in before if w not in _FILLER)
+        after = re.findall(r"[\w'’-]+", low[m.end():])
+        read = bool(subject) and (not after or after[0] in _AFTER) and not _THEN.search(low)
+        return State(attr, value, subject, read)
+    return None

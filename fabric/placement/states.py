@@ -39,8 +39,9 @@ remains remain""".split())
 _AFTER = frozenset("""now again in since last this until till for from after as these at anymore today recently
 diet lately""".split())
 # A state held once, or asked about, is not the subject's state now.
-_THEN = re.compile(r"\b(?:used to|formerly|previously|once|until(?! further notice)|till|back then|years ago|growing up|in (?:college|school)"
-                   r"|at university|as an? (?:kid|child|teen|teenager|student)|when (?:he|she|they|i|we) (?:was|were))\b|\?")
+_THEN = re.compile(r"\b(?:used to|formerly|previously|once|until(?! further notice)|till|back then|years ago"
+                   r"|growing up|in (?:college|school)|at university|as an? (?:kid|child|teen|teenager|student)"
+                   r"|when (?:he|she|they|i|we) (?:was|were))\b|\?")
 _ATTR_NOUNS = re.compile(r"(?:['’]s)?\s+\b(?:diet|status)\b")
 
 

@@ -47,6 +47,8 @@ def test_two_states_of_one_attribute_are_not_read():
     ("Project Wren is in active development.", "Project Wren has been put on hold."),
     ("Orion is on hold until further notice.", "Orion is back in development."),
     ("the migration is on hold", "the migration has resumed"),
+    ("the user prefers tea", "the user prefers coffee now"),
+    ("I prefer coffee.", "I prefer tea these days."),
 ])
 def test_another_state_of_the_same_holder_forks(rules, embedder, old, new):
     d, target = decide(rules, embedder, old, new, pregated=True)
@@ -66,6 +68,13 @@ def test_another_state_of_the_same_holder_forks(rules, embedder, old, new):
     ("Project Lynx is in progress.", "The Lynx prototype was scrapped."),
     ("the migration is on hold", "the hiring is active"),
     ("the user likes tea", "the user also likes coffee"),
+    ("the user likes tea", "the user likes coffee"),                   # two likes; only "prefers" picks one
+    ("the user prefers tea", "the user also likes coffee"),
+    ("the user prefers tea in the morning", "the user prefers coffee in the afternoon"),
+    ("the user prefers tea", "the user's husband prefers coffee"),
+    ("Ana Ruiz prefers tea.", "Ana Ruiz prefers coffee shops with wifi."),
+    ("Ana Ruiz prefers tea.", "Ana Ruiz drinks coffee at work."),
+    ("Ana Ruiz prefers tea.", "Does Ana Ruiz prefer coffee?"),
 ])
 def test_other_holders_and_other_senses_correct_nothing(rules, embedder, old, new):
     d, _ = decide(rules, embedder, old, new, pregated=True)

@@ -248,7 +248,8 @@ class RuleValidator:
         alignment's structural guards over the lexicon (a qualifier swapped, a relative, another unit)."""
         was, now = state(c.content), state(write.content)
         if was and now and was.attribute == now.attribute and was.value != now.value:
-            if (was.read and now.read and was.subject == now.subject and not negates(c.content)
+            qualified = was.qualifier and now.qualifier and was.qualifier != now.qualifier  # "in the morning"
+            if (was.read and now.read and was.subject == now.subject and not qualified and not negates(c.content)
                     and not negates(write.content) and not read(write.content, c.content).also):
                 return "contradiction_fork", Statement(was.subject, was.attribute, was.value, now.value,
                                                        "a state in words", False)

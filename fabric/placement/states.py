@@ -25,7 +25,10 @@ _STATES: dict[str, tuple[tuple[str, str], ...]] = {
         ("cancelled", r"cancell?ed|scrapped|killed|abandoned|discontinued"),
         ("done", r"completed|finished|shipped|wrapped up"),
     ),
+    # only as a preference: "likes tea" beside "likes coffee" is two likes, "prefers" picks one
+    "drink": (("tea", r"tea"), ("coffee", r"coffee"), ("hot chocolate", r"hot chocolate")),
 }
+_ONLY_WITH = {"drink": re.compile(r"\bprefer(?:s|red)?\b")}
 _PATTERNS = {attr: [(value, re.compile(r"\b(?:" + words + r")\b")) for value, words in values]
              for attr, values in _STATES.items()}
 
@@ -34,10 +37,12 @@ _PATTERNS = {attr: [(value, re.compile(r"\b(?:" + words + r")\b")) for value, wo
 _FILLER = frozenset("""the a an is are am was were be been being has have had become became becomes went gone go
 goes turned turns turn got gets get now fully completely entirely strictly back put officially finally again still
 currently actually since on to switched switches moved mostly eats eat follows follow keeps keep stays stay
-remains remain""".split())
+remains remain prefers prefer preferred""".split())
 # What may follow the state: the end, a time, or the attribute's own noun ("a vegan diet").
 _AFTER = frozenset("""now again in since last this until till for from after as these at anymore today recently
 diet lately""".split())
+# Time words that qualify nothing: what else follows the state is a qualifier ("tea in the morning").
+_NOW = frozenset("now again these days anymore any more lately today recently instead nowadays actually diet".split())
 # A state held once, or asked about, is not the subject's state now.
 _THEN = re.compile(r"\b(?:used to|formerly|previously|once|until(?! further notice)|till|back then|years ago"
                    r"|growing up|in (?:college|school)|at university|as an? (?:kid|child|teen|teenager|student)"
@@ -51,6 +56,7 @@ class State:
     value: str
     subject: str          # the words before the state, fillers dropped ("nikhil rao", "project kite")
     read: bool            # of the subject alone, as of now (no noun after it, no other verb, no 'used to')
+    qualifier: str = ""   # the words after it ("in the morning"), time words of now dropped
 
 
 def state(text: str) -> State | None:
@@ -58,7 +64,7 @@ def state(text: str) -> State | None:
     low = _ATTR_NOUNS.sub("", text.lower().replace("i'm ", "i am ").replace("i’m ", "i am "))
     for attr, patterns in _PATTERNS.items():
         found = [(value, m) for value, p in patterns for m in p.finditer(low)]
-        if not found:
+        if not found or (attr in _ONLY_WITH and not _ONLY_WITH[attr].search(low)):
             continue
         if len({value for value, _ in found}) > 1:
             return None  # "paused for the holidays, but … active": which one is the subject's?
@@ -67,5 +73,5 @@ def state(text: str) -> State | None:
         subject = " ".join(w for w in before if w not in _FILLER)
         after = re.findall(r"[\w'’-]+", low[m.end():])
         read = bool(subject) and (not after or after[0] in _AFTER) and not _THEN.search(low)
-        return State(attr, value, subject, read)
+        return State(attr, value, subject, read, " ".join(w for w in after if w not in _NOW))
     return None

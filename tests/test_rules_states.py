@@ -49,6 +49,10 @@ def test_two_states_of_one_attribute_are_not_read():
     ("the migration is on hold", "the migration has resumed"),
     ("the user prefers tea", "the user prefers coffee now"),
     ("I prefer coffee.", "I prefer tea these days."),
+    ("i live in york", "i moved to leeds"),                            # a chat typed in lower case
+    ("I live in York.", "i moved to leeds"),
+    ("the user lives in york", "the user moved to leeds last week"),
+    ("i'm based in bristol", "i relocated to cardiff"),
 ])
 def test_another_state_of_the_same_holder_forks(rules, embedder, old, new):
     d, target = decide(rules, embedder, old, new, pregated=True)
@@ -75,6 +79,13 @@ def test_another_state_of_the_same_holder_forks(rules, embedder, old, new):
     ("Ana Ruiz prefers tea.", "Ana Ruiz prefers coffee shops with wifi."),
     ("Ana Ruiz prefers tea.", "Ana Ruiz drinks coffee at work."),
     ("Ana Ruiz prefers tea.", "Does Ana Ruiz prefer coffee?"),
+    ("i live in york", "my sister moved to leeds"),
+    ("i live in york", "i moved to the suburbs"),
+    ("i live in york", "i lived in leeds as a student"),
+    ("i live in york", "i'm not moving to leeds"),
+    ("i live in york", "i moved to sales"),                              # a department, not a town
+    ("i live in york", "i moved to nights last month"),
+    ("the user lives in york", "the user's parents moved to leeds"),
 ])
 def test_other_holders_and_other_senses_correct_nothing(rules, embedder, old, new):
     d, _ = decide(rules, embedder, old, new, pregated=True)

@@ -247,7 +247,8 @@ class RuleValidator:
         """The lexicon's verdict where it reads both sentences; the alignment's where it does not, and the
         alignment's structural guards over the lexicon (a qualifier swapped, a relative, another unit)."""
         was, now = state(c.content), state(write.content)
-        if was and now and was.attribute == now.attribute and was.value != now.value:
+        if was and now and was.attribute == now.attribute and was.value != now.value \
+                and (was.lower_case or now.lower_case):  # "Jonas Pike moved to Bergen": the lexicon's
             qualified = was.qualifier and now.qualifier and was.qualifier != now.qualifier  # "in the morning"
             if (was.read and now.read and was.subject == now.subject and not qualified and not negates(c.content)
                     and not negates(write.content) and not read(write.content, c.content).also):

@@ -47,6 +47,7 @@ _NOW = frozenset("now again these days anymore any more lately today recently in
 _THEN = re.compile(r"\b(?:used to|formerly|previously|once|until(?! further notice)|till|back then|years ago"
                    r"|growing up|in (?:college|school)|at university|as an? (?:kid|child|teen|teenager|student)"
                    r"|when (?:he|she|they|i|we) (?:was|were))\b|\?")
+_NEGATED = re.compile(r"\b(?:not|never|no longer)\b|n['’]t\b")
 _ATTR_NOUNS = re.compile(r"(?:['’]s)?\s+\b(?:diet|status)\b")
 
 
@@ -57,11 +58,32 @@ class State:
     subject: str          # the words before the state, fillers dropped ("nikhil rao", "project kite")
     read: bool            # of the subject alone, as of now (no noun after it, no other verb, no 'used to')
     qualifier: str = ""   # the words after it ("in the morning"), time words of now dropped
+    lower_case: bool = True  # an open value (a town) the lexicon cannot read: written in lower case
+
+
+# A home town written in lower case ("i moved to leeds"): the lexicon (facts.py) reads a place only
+# by its capital, so a chat typed in lower case is read here, by the verb, one word after it.
+_HOME = re.compile(r"\b(?:live|lives|living|based|settled|relocated|moved)\s+(?:in|to)\s+([\w-]+)")
+_NOT_PLACE = frozenset("""the a an my his her their our your this that new another same different other town city
+country house flat apartment home area suburbs countryside village abroad there here with
+sales marketing engineering support finance legal ops operations product design research management remote nights
+days mornings evenings weekends python rust go java vim emacs linux mac windows android iphone it hr""".split())
 
 
 def state(text: str) -> State | None:
     """The one state the sentence tells, if it tells a state of one attribute; None if none, or two."""
-    low = _ATTR_NOUNS.sub("", text.lower().replace("i'm ", "i am ").replace("i’m ", "i am "))
+    text = re.sub(r"\b([iI])['’]m ", r"\1 am ", text)
+    homes = list(_HOME.finditer(text))
+    if len(homes) == 1 and homes[0].group(1).lower() not in _NOT_PLACE:
+        m, low = homes[0], text.lower()
+        before = re.findall(r"[\w'’-]+", low[:m.start()])
+        subject = " ".join(w for w in before if w not in _FILLER)
+        after = re.findall(r"[\w'’-]+", low[m.end():])
+        read = bool(subject) and (not after or after[0] in _AFTER) and not _THEN.search(low) \
+            and not _NEGATED.search(low)
+        return State("home", m.group(1).lower(), subject, read, " ".join(w for w in after if w not in _NOW),
+                     lower_case=m.group(1).islower())
+    low = _ATTR_NOUNS.sub("", text.lower())
     for attr, patterns in _PATTERNS.items():
         found = [(value, m) for value, p in patterns for m in p.finditer(low)]
         if not found or (attr in _ONLY_WITH and not _ONLY_WITH[attr].search(low)):

@@ -179,7 +179,10 @@ def test_an_llm_backend_asks_the_model_where_the_rules_are_unsure(fab):
                      "version", 1)}, phases={1: ["a"], 2: ["b"]})
     fab_llm = tb.llm_fabric(fab, tb.LLMEndpoint(stub.base_url, "stub-model", "k"), run_id)
     try:
-        stub.script(default=lambda body: answer("contradiction_fork", target="m1", reason="scripted: married now"))
+        # The validator applies a correction only when the old value the model names is in the target.
+        married = answer("contradiction_fork", target="m1", subject="Carlos", relation="status", value="married",
+                         target_value="single", reason="scripted: married now")
+        stub.script(default=lambda body: married)
         backend = tb.FabricBackend(fab_llm, keyed=False, run_id=run_id, llm=True)
         for phase in (1, 2):
             backend.ingest(phase, [case])

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
-from .app import JsonOpt, app, connected, console, print_json
+from .app import JsonOpt, app, connected, console, print_json, titled_table
 
 index_app = typer.Typer(help="Per-org HNSW indexes: search recall and speed for orgs a few percent of the store.",
                         no_args_is_help=True)
@@ -59,9 +58,7 @@ def list_(as_json: bool = JsonOpt) -> None:
     if as_json:
         print_json(rows)
         return
-    table = Table(title="per-org HNSW indexes")
-    for col in ("name", "table", "predicate", "rows", "MB", "valid"):
-        table.add_column(col)
+    table = titled_table("per-org HNSW indexes", ("name", "table", "predicate", "rows", "MB", "valid"))
     for r in rows:
         table.add_row(r["name"], r["table_name"], r["predicate"], str(r["rows"]), f"{r['bytes'] / 2**20:.1f}",
                       "yes" if r["valid"] else "no (a failed build: `fabric index orgs` rebuilds it)")

@@ -213,6 +213,21 @@ def _cell(x: dict[str, Any], key: str, fmt: str = "{:.2f}") -> str:
     return "" if v is None else fmt.format(v)
 
 
+def _disk_text(d: dict[str, Any]) -> str:
+    """Bytes on disk per memory, worded once for the report and the console."""
+    return (f"{d['memory_tables_bytes_per_memory']:.0f} B per memory (memories + versions with their indexes; "
+            f"the HNSW index {d['hnsw_bytes_per_memory']:.0f}), {d['all_tables_bytes_per_memory']:.0f} B with "
+            f"writes and decisions; flat pgvector {d.get('flat_pgvector_bytes_per_row') or 0:.0f} B per row")
+
+
+def _load_text(ld: dict[str, Any]) -> str:
+    """Load step timings: the store's steps, then each baseline's steps after its name."""
+    own = ", ".join(f"{k} {v}" for k, v in ld.items() if not isinstance(v, dict))
+    baselines = "; ".join(f"{k} " + ", ".join(f"{a} {b}" for a, b in v.items())
+                          for k, v in ld.items() if isinstance(v, dict))
+    return f"{own}; {baselines}"
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The results as markdown tables (for docs/performance.md)."""
     out: list[str] = []
@@ -258,15 +273,10 @@ def markdown(results: dict[str, Any]) -> str:
                        f"{ing['embedder']['texts_per_s']:.0f} texts/s.")
         d = s.get("disk")
         if d:
-            out.append(f"Disk: {d['memory_tables_bytes_per_memory']:.0f} B per memory (memories + versions with "
-                       f"their indexes; the HNSW index {d['hnsw_bytes_per_memory']:.0f}), "
-                       f"{d['all_tables_bytes_per_memory']:.0f} B with writes and decisions; flat pgvector "
-                       f"{d.get('flat_pgvector_bytes_per_row') or 0:.0f} B per row.")
+            out.append(f"Disk: {_disk_text(d)}.")
         ld = s.get("load", {})
         if ld:
-            out.append("Load: " + ", ".join(f"{k} {v}" for k, v in ld.items() if not isinstance(v, dict)) + "; "
-                       + "; ".join(f"{k} " + ", ".join(f"{a} {b}" for a, b in v.items())
-                                   for k, v in ld.items() if isinstance(v, dict)) + ".")
+            out.append(f"Load: {_load_text(ld)}.")
         out.append("")
     g = results.get("growth", {})
     if g and len(results["sizes"]) > 1:
@@ -356,15 +366,10 @@ def render(results: dict[str, Any], console: Any) -> None:
             console.print(it)
         d = s.get("disk", {})
         if d:
-            console.print(f"disk — {s['label']}: {d['memory_tables_bytes_per_memory']:.0f} B/memory "
-                          f"(memories + versions, with indexes; HNSW {d['hnsw_bytes_per_memory']:.0f}), "
-                          f"{d['all_tables_bytes_per_memory']:.0f} B/memory with writes + decisions; flat pgvector "
-                          f"{d.get('flat_pgvector_bytes_per_row') or 0:.0f} B/row")
+            console.print(f"disk — {s['label']}: {_disk_text(d)}")
         ld = s.get("load", {})
         if ld:
-            console.print(f"[dim]load — {s['label']}: " + ", ".join(
-                f"{k} {v}" for k, v in ld.items() if not isinstance(v, dict)) + "; " + ", ".join(
-                f"{k} {v}" for k, v in ld.items() if isinstance(v, dict)) + f"; size total {s['total_s']} s[/]")
+            console.print(f"[dim]load — {s['label']}: {_load_text(ld)}; size total {s['total_s']} s[/]")
     g = results.get("growth", {})
     if g and len(results["sizes"]) > 1:
         gt = Table(title="cost growth: p50 wall ms (server CPU ms) per size; b in cost ~ N^b, on server CPU")

@@ -3,13 +3,14 @@ table big enough that a sequential scan would be the planner's choice without th
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, timezone
 
 import psycopg
 
 from fabric.bench import scale as sc
 from fabric.db import migrate
-from fabric.read.search import SEARCH_SQL, search_params, search_settings
+from fabric.read.search import SEARCH_SQL, search_params, search_plan, search_settings
 from fabric.sql import q
 
 
@@ -116,6 +117,38 @@ def test_an_org_with_its_own_hnsw_index_is_searched_through_it(database_url):
                     assert expect in plan, (mode, current, plan)
                 else:
                     assert "_embedding_org_" not in plan, (mode, current, plan)
+        # A current-state hybrid search runs with one generic plan per org (generic_statement): after 6
+        # runs the server holds it prepared, and the plan it executes is generic and still walks the
+        # org's own index (a plan of `org = $1` could not match the index's `WHERE org = '...'`).
+        for org, expect in ((medium, own["current_embeddings"]), (large, None)):
+            settings, stmt, params = search_plan(org=org, text="what about the ledger", vector=c.vectors[member],
+                                                 mode="hybrid", k=10, valid_at=now, known_at=now, current=True,
+                                                 iterative=True)
+            assert stmt != SEARCH_SQL and f"'{org}'" in stmt
+            with db.connect() as conn:
+                for _ in range(6):
+                    with conn.transaction():
+                        for s, args in settings:
+                            conn.execute(s, args)
+                        rows = conn.execute(stmt, params).fetchall()
+                assert rows
+                with conn.transaction():
+                    for s, args in settings:
+                        conn.execute(s, args)
+                    held = conn.execute("SELECT name, generic_plans, custom_plans, parameter_types::text[] AS types "
+                                        "FROM pg_prepared_statements "
+                                        "WHERE statement LIKE %s", ("%lex_leg%",)).fetchall()
+                    assert len(held) == 1 and held[0]["generic_plans"] >= 1 and held[0]["custom_plans"] == 0, held
+                    order = list(dict.fromkeys(re.findall(r"%\((\w+)\)s", stmt)))
+                    args = ", ".join(f"%({n})s::{t}" for n, t in zip(order, held[0]["types"]))
+                    explain = f"EXPLAIN EXECUTE {held[0]['name']}({args})"
+                    # parameters of a utility statement cannot be bound: written in as literals
+                    cur = psycopg.ClientCursor(conn).execute(explain, params)
+                    plan = "\n".join(next(iter(r.values())) for r in cur)
+            if expect:
+                assert expect in plan, plan
+            else:
+                assert "_embedding_org_" not in plan and "ix_current_embeddings_embedding_hnsw" in plan, plan
         with psycopg.connect(db.url, autocommit=True) as conn:
             again = indexes.plan(conn, min_rows=size + 1, max_share=0.5)   # the medium org no longer qualifies
             assert set(own.values()) <= set(again.drop), again

@@ -162,7 +162,10 @@ def uses_generic_plan(params: dict[str, Any]) -> bool:
 @functools.lru_cache(maxsize=256)
 def _with_literals(statement: str, values: tuple[tuple[str, Any], ...]) -> str:
     for name, value in values:
-        statement = statement.replace(f"%({name})s", sql.Literal(value).as_string(None))
+        # A literal's own percent signs are doubled: the statement still goes through psycopg's
+        # placeholder parsing (an org may be named "50% %(text)s").
+        literal = sql.Literal(value).as_string(None).replace("%", "%%")
+        statement = statement.replace(f"%({name})s", literal)
     return statement
 
 

@@ -278,7 +278,7 @@ class AsyncFabric:
                 version = (await self.redis.info("server"))["redis_version"]
                 self.queue.redis_server_version = tuple(  # type: ignore[assignment]  # RQ says 3 ints: it is
                     int(p) for p in version.split(".")[:3])
-            commands = fq.enqueue_commands(self.queue, jobs, timeout=self.settings.job_timeout,
+            commands = fq.enqueue_commands(self.queue, jobs, timeout=self.settings.job_timeout_for,
                                            retries=self.settings.job_retries)
             async with self.redis.pipeline(transaction=True) as pipe:
                 for args, options in commands:

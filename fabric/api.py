@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 import psycopg
+from pydantic import AliasChoices
 
 from . import calls, db, servers
 from .config import Settings
@@ -214,7 +215,7 @@ class Fabric:
         metrics.writes_accepted(len(rows))
         enqueued = True
         try:
-            fq.enqueue_jobs(self.queue, jobs, timeout=self.settings.job_timeout, retries=self.settings.job_retries)
+            fq.enqueue_jobs(self.queue, jobs, timeout=self.settings.job_timeout_for, retries=self.settings.job_retries)
         except QueueError as exc:
             # Accepted anyway: Postgres holds the write; the reconciler queues it when Redis is back.
             enqueued = False
@@ -489,9 +490,18 @@ def spawn_worker(settings: Settings, database_url: str, redis_url: str) -> subpr
     for name, value in settings.model_dump(mode="json", exclude={"database_url", "redis_url"},
                                            exclude_unset=True).items():
         # Strings (paths included) as they are: in JSON quotes a path would name another file.
-        env[f"FABRIC_{name.upper()}"] = value if isinstance(value, str) else json.dumps(value)
+        env[_env_name(name)] = value if isinstance(value, str) else json.dumps(value)
     cmd = [sys.executable, "-m", "workers.run", "--parent-pid", str(os.getpid())]
     return subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
+
+
+def _env_name(field: str) -> str:
+    """The variable a setting is read from: its own name (OPENAI_BASE_URL) where it has one, which the
+    environment would otherwise override, else FABRIC_<NAME>."""
+    alias = Settings.model_fields[field].validation_alias
+    if isinstance(alias, AliasChoices):
+        return str(alias.choices[-1])
+    return f"FABRIC_{field.upper()}"
 
 
 def terminate_worker(proc: subprocess.Popen | None) -> None:

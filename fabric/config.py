@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+# The longest a placement job may run, whatever its writes and the model's timeouts.
+MAX_JOB_TIMEOUT = 24 * 3600
 
 
 def _default_data_dir() -> Path:
@@ -48,7 +53,8 @@ class Settings(BaseSettings):
     near_similarity: float = 0.55
     # At or above this similarity with no differing words of substance, a paraphrase is a duplicate.
     duplicate_similarity: float = 0.92
-    job_timeout: int = 300
+    # Seconds a placement job may run before RQ kills and retries it; with the LLM validator more (job_timeout_for).
+    job_timeout: int = Field(300, ge=1)
     job_retries: int = 3
     # Run a placement worker subprocess for this Fabric. None = only when Redis is embedded.
     run_worker: bool | None = None
@@ -78,6 +84,16 @@ class Settings(BaseSettings):
         if self.validator == "llm":
             return True
         return self.validator == "auto" and bool(self.openai_base_url and self.llm_model)
+
+    def job_timeout_for(self, writes: int) -> int:
+        """Seconds a placement job of `writes` writes may run: `job_timeout`, and with the LLM validator
+        also the most the model can take, one decision per write of up to llm_max_attempts requests of
+        llm_timeout each (at ~1 min per call a job of 64 writes outran a flat 300 s and was retried,
+        placing its writes again); at most MAX_JOB_TIMEOUT."""
+        if not self.use_llm:
+            return self.job_timeout
+        model = math.ceil(writes * self.llm_timeout * self.llm_max_attempts)
+        return min(self.job_timeout + model, max(self.job_timeout, MAX_JOB_TIMEOUT))
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:

@@ -7,7 +7,7 @@ import os
 import socket
 import uuid
 from datetime import datetime, timezone
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import redis
 from rq import Queue, Retry, Worker
@@ -34,10 +34,11 @@ def make_queue(conn: redis.Redis, name: str) -> Queue:
     return Queue(name, connection=conn)
 
 
-def enqueue_jobs(queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *, timeout: int, retries: int,
-                 at_front: bool = False) -> None:
+def enqueue_jobs(queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *, timeout: Callable[[int], int],
+                 retries: int, at_front: bool = False) -> None:
     """Enqueue (job_id, org, [write ids]) placement jobs in one Redis pipeline; `at_front`: ahead of the
-    jobs already waiting (the reconciler's: their writes have waited longest).
+    jobs already waiting (the reconciler's: their writes have waited longest). `timeout`: the seconds a
+    job of so many writes may run (Settings.job_timeout_for).
 
     Retries with backoff live here (RQ's Retry) and nowhere else."""
     try:
@@ -48,8 +49,8 @@ def enqueue_jobs(queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *, ti
         raise QueueError(f"cannot reach Redis to enqueue placement: {exc}") from exc
 
 
-def enqueue_commands(queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *, timeout: int, retries: int
-                     ) -> list[tuple[tuple, dict]]:
+def enqueue_commands(queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *, timeout: Callable[[int], int],
+                     retries: int) -> list[tuple[tuple, dict]]:
     """The Redis commands that enqueue these jobs, as RQ writes them, without sending them: for a
     client RQ does not speak (redis.asyncio) to send. `queue.redis_server_version` must be set first
     (RQ would ask the server for it)."""
@@ -59,11 +60,11 @@ def enqueue_commands(queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *
     return [(args, options) for args, options in pipe.command_stack]
 
 
-def _enqueue_into(pipe, queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *, timeout: int,
-                  retries: int, at_front: bool = False) -> None:
+def _enqueue_into(pipe, queue: Queue, jobs: Sequence[tuple[str, str, list[str]]], *,
+                  timeout: Callable[[int], int], retries: int, at_front: bool = False) -> None:
     retry = Retry(max=retries, interval=[1, 5, 15]) if retries > 0 else None
     datas = [
-        Queue.prepare_data(PLACE_FUNC, args=(org, ids), job_id=job_id, timeout=timeout,
+        Queue.prepare_data(PLACE_FUNC, args=(org, ids), job_id=job_id, timeout=timeout(len(ids)),
                            retry=retry, result_ttl=600, failure_ttl=7 * 86400, at_front=at_front,
                            description=f"place {len(ids)} write(s) of org {org!r}")
         for job_id, org, ids in jobs

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import uuid
+from datetime import timedelta
 
 import numpy as np
 import pytest
@@ -133,6 +134,96 @@ def test_the_cli_runs_a_flat_only_benchmark(database_url, redis_url, tmp_path, m
     assert (tmp_path / "temporal.json").is_file() and (tmp_path / "temporal.png").is_file()
     bad = CliRunner().invoke(app, ["bench", "temporal", "--backends", "pgvector,nosuch", "--no-worker"])
     assert bad.exit_code == 2 and "backends" in bad.output
+
+
+def test_the_llm_backends_run_beside_the_rules_in_one_run(fab, tmp_path):
+    """fabric-text-llm and fabric-keys-llm beside fabric-text (the rules), on the same cases: their
+    writes are placed by a second worker whose validator asks a scripted OpenAI-compatible server on
+    127.0.0.1 through the real openai client; the rules' backend never reaches it."""
+    from tests.openai_stub import OpenAIStub, answer
+
+    stub = OpenAIStub(model="stub-model")
+    try:
+        stub.script(default=answer("new_branch", reason="scripted: not sure"))
+        results = tb.run(fab, per_kind=1, phrasings=("rephrased",), turns=6, out=tmp_path,
+                         backends="fabric-text,fabric-text-llm,fabric-keys-llm",
+                         llm=tb.LLMEndpoint(stub.base_url, "stub-model", "k"))
+    finally:
+        stub.close()
+    pb = results["by_backend"]
+    assert results["backends"] == ["fabric-text", "fabric-text-llm", "fabric-keys-llm"]
+    assert "llm" not in pb["fabric-text"]["validators"] and pb["fabric-text"]["llm_calls_per_write"] is None
+    for b in tb.LLM_BACKENDS:
+        assert pb[b]["writes"] == pb["fabric-text"]["writes"] and pb[b]["llm_calls_per_write"] is not None
+    # Every request the stub saw is a placement the model decided for an LLM backend (or its stream).
+    model_placed = [p for b in tb.LLM_BACKENDS for ps in results["placements"][b].values() for p in ps
+                    if p["validator"] == "llm"]
+    conv = results["conversation_llm"]
+    assert stub.count == len(model_placed) + round(conv["llm_calls_per_write"] * conv["turns"])
+    assert results["conversation"]["turns"] == conv["turns"] == 6
+    md = (tmp_path / "temporal.md").read_text()
+    assert "LLM calls / write" in md and "| conversational stream | fabric-text | fabric-text-llm |" in md
+
+
+def test_an_llm_backend_asks_the_model_where_the_rules_are_unsure(fab):
+    """Two writes the rules cannot settle ("single" / "married": no lexicon frame, no alignment) go to
+    the model; its scripted answer is what is placed, and the call's time comes from the decision log."""
+    from tests.openai_stub import OpenAIStub, answer
+
+    stub = OpenAIStub(model="stub-model")
+    run_id = uuid.uuid4().hex[:8]
+    t0 = tb.EPOCH
+    case = tb.Case("c1", "staleness", facts={
+        "a": tb.Fact("a", "Carlos", "status", "single", "Carlos is single.", t0, "version", 0),
+        "b": tb.Fact("b", "Carlos", "status", "married", "Carlos is married.", t0 + timedelta(days=400),
+                     "version", 1)}, phases={1: ["a"], 2: ["b"]})
+    fab_llm = tb.llm_fabric(fab, tb.LLMEndpoint(stub.base_url, "stub-model", "k"), run_id)
+    try:
+        # The validator applies a correction only when the old value the model names is in the target.
+        married = answer("contradiction_fork", target="m1", subject="Carlos", relation="status", value="married",
+                         target_value="single", reason="scripted: married now")
+        stub.script(default=lambda body: married)
+        backend = tb.FabricBackend(fab_llm, keyed=False, run_id=run_id, llm=True)
+        for phase in (1, 2):
+            backend.ingest(phase, [case])
+        backend.read_llm_latency([case])
+    finally:
+        fab_llm.close()
+        stub.close()
+    st = backend.stats
+    assert backend.name == "fabric-text-llm" and st.writes == 2
+    assert stub.count == st.llm_calls == 1 and len(st.llm_ms) == 1 and st.llm_ms[0] > 0
+    placed = st.placements["c1"][1]
+    assert placed["validator"] == "llm" and placed["decision"] == "contradiction_fork"
+    assert "scripted: married now" in placed["reason"]
+    assert [m.content for m in fab.belief_state(org=backend.org(case))] == ["Carlos is married."]
+
+
+def test_an_llm_backend_without_an_endpoint_is_refused(monkeypatch):
+    with pytest.raises(tb.ValidationError) as err:
+        tb.run(None, backends="fabric-text,fabric-text-llm")
+    assert err.value.field == "llm-url"
+    for name in ("OPENAI_BASE_URL", "FABRIC_LLM_MODEL", "FABRIC_OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    res = CliRunner().invoke(app, ["bench", "temporal", "--backends", "fabric-text-llm", "--no-worker"])
+    assert res.exit_code == 2 and "--llm-url" in res.output
+    res = CliRunner().invoke(app, ["bench", "temporal", "--backends", "llm", "--llm-url", "http://127.0.0.1:9/v1",
+                                   "--no-worker"])
+    assert res.exit_code == 2 and "--llm-model" in res.output
+
+
+def test_the_llm_backends_are_opt_in():
+    assert tb.parse_backends("all") == list(tb.ALL_BACKENDS) and not set(tb.LLM_BACKENDS) & set(tb.ALL_BACKENDS)
+    assert tb.parse_backends("fabric,llm") == ["fabric-keys", "fabric-text", "fabric-keys-llm", "fabric-text-llm"]
+
+
+def test_a_worker_gets_the_endpoint_it_was_given_over_the_environment():
+    """spawn_worker names OPENAI_BASE_URL itself: the environment's value must not win over the
+    LLM backends' endpoint in their worker."""
+    from fabric.api import _env_name
+
+    assert _env_name("openai_base_url") == "OPENAI_BASE_URL" and _env_name("openai_api_key") == "OPENAI_API_KEY"
+    assert _env_name("queue_name") == "FABRIC_QUEUE_NAME"
 
 
 def test_retracting_the_middle_of_three_versions_keeps_the_last_one_current(fab, org):

@@ -271,3 +271,15 @@ def test_context_through_the_write_path(fab, org):
     hits = fab.search("Is Project Heron built on Postgres?", org=org, k=1, context=2)
     assert hits[0].id == child.memory_id
     assert [m.id for m in hits[0].context] == [root.memory_id]
+
+
+def test_an_org_name_with_quotes_and_percent_signs_is_searched_as_written(fab, org):
+    """A current-state hybrid search writes the org into its statement as a literal (one plan per org):
+    quotes, backslashes and psycopg's own placeholder syntax in the name stay plain text."""
+    odd = f"{org} o'brien \\ 50% %(text)s %s"
+    fab.wait(fab.write("Ines Varga keeps her kayak at the Lakeside boathouse.", org=odd), 60)
+    fab.wait(fab.write("Ines Varga keeps her kayak at the Lakeside boathouse.", org=org), 60)
+    for mode in ("hybrid", "lexical", "vector"):
+        hits = fab.search("Where does Ines Varga keep her kayak?", org=odd, mode=mode)
+        assert [m.content for m in hits] == ["Ines Varga keeps her kayak at the Lakeside boathouse."]
+        assert all(m.org == odd for m in hits)

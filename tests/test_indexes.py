@@ -3,13 +3,14 @@ table big enough that a sequential scan would be the planner's choice without th
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, timezone
 
 import psycopg
 
 from fabric.bench import scale as sc
 from fabric.db import migrate
-from fabric.read.search import SEARCH_SQL, search_params, search_settings
+from fabric.read.search import SEARCH_SQL, search_params, search_plan, search_settings
 from fabric.sql import q
 
 
@@ -64,5 +65,137 @@ def test_hybrid_search_of_a_small_share_reads_only_its_tenants_rows(database_url
                 plan = [next(iter(r.values())) for r in conn.execute("EXPLAIN " + SEARCH_SQL, params)]
             weights = _plan_section(plan, "weights")
             assert "memory_versions" in weights and "Seq Scan" not in weights, weights
+    finally:
+        db.drop()
+
+
+def test_an_org_with_its_own_hnsw_index_is_searched_through_it(database_url):
+    """`fabric index orgs` builds a partial HNSW index per qualifying org (fabric/read/indexes.py); the
+    current-state, time-travel and hybrid statements must really use it for that org (EXPLAIN), and
+    another org must still use the shared index. A re-plan drops the index of an org that no longer
+    qualifies. 15k memories: the medium org's ~450 current rows are enough for the planner to prefer an
+    index to sorting them all in hybrid search (at 5k, ~150 rows, it sorts them: exact and cheap)."""
+    from fabric.read import indexes
+    from fabric.read.search import VECTOR_AT_SQL, VECTOR_CURRENT_SQL
+
+    c = sc.build_corpus(15_000, seed=5)
+    db = sc.BenchDatabase(database_url, "orgix")
+    db.create()
+    try:
+        sc.bulk_load(db, c, lambda msg: None)
+        medium, large = c.orgs[sc.MEDIUM_ORG_INDEX], c.orgs[c.large_org]
+        size = len(c.org_memories(sc.MEDIUM_ORG_INDEX))
+        others = ("SELECT indexname FROM pg_indexes WHERE schemaname = 'fabric' "
+                  "AND tablename IN ('memories', 'current_embeddings') ORDER BY 1")
+        with psycopg.connect(db.url, autocommit=True) as conn:
+            before = [r[0] for r in conn.execute(others)]
+            assert "ix_memories_org_root_id" in before   # a migration's index, named ix_memories_org_ too
+            p = indexes.plan(conn, min_rows=size, max_share=0.5)
+            assert (("current_embeddings", medium, indexes.org_index_name("current_embeddings", medium))
+                    in p.create), p
+            assert all(o != large for _, o, _ in p.create), p   # 60% of the store: the shared graph
+            indexes.apply(conn, p, concurrently=True)
+            names = {r["name"] for r in indexes.list_indexes(conn)}
+        own = {t: indexes.org_index_name(t, medium) for t in indexes.TABLES}
+        assert set(own.values()) <= names
+        member = int(c.org_memories(sc.MEDIUM_ORG_INDEX)[7])
+        now = datetime.now(timezone.utc)
+        cases = [(VECTOR_CURRENT_SQL, "vector", True, own["current_embeddings"]),
+                 (VECTOR_AT_SQL, "vector", False, own["memories"]),
+                 (SEARCH_SQL, "hybrid", True, own["current_embeddings"]),
+                 (SEARCH_SQL, "hybrid", False, own["memories"])]
+        for stmt, mode, current, index in cases:
+            for org, expect in ((medium, index), (large, None)):
+                params = search_params(org=org, text="what about the ledger", vector=c.vectors[member], mode=mode,
+                                       k=10, valid_at=now if current else now - timedelta(days=200), known_at=now,
+                                       current=current)
+                with db.connect() as conn, conn.transaction():
+                    for s, args in search_settings(params, ef_search=100, iterative=True):
+                        conn.execute(s, args)
+                    plan = "\n".join(next(iter(r.values())) for r in conn.execute("EXPLAIN " + stmt, params))
+                if expect:
+                    assert expect in plan, (mode, current, plan)
+                else:
+                    assert "_embedding_org_" not in plan, (mode, current, plan)
+        # A current-state hybrid search runs with one generic plan per org (generic_statement): after 6
+        # runs the server holds it prepared, and the plan it executes is generic and still walks the
+        # org's own index (a plan of `org = $1` could not match the index's `WHERE org = '...'`).
+        for org, expect in ((medium, own["current_embeddings"]), (large, None)):
+            settings, stmt, params = search_plan(org=org, text="what about the ledger", vector=c.vectors[member],
+                                                 mode="hybrid", k=10, valid_at=now, known_at=now, current=True,
+                                                 iterative=True)
+            assert stmt != SEARCH_SQL and f"'{org}'" in stmt
+            with db.connect() as conn:
+                for _ in range(6):
+                    with conn.transaction():
+                        for s, args in settings:
+                            conn.execute(s, args)
+                        rows = conn.execute(stmt, params).fetchall()
+                assert rows
+                with conn.transaction():
+                    for s, args in settings:
+                        conn.execute(s, args)
+                    held = conn.execute("SELECT name, generic_plans, custom_plans, parameter_types::text[] AS types "
+                                        "FROM pg_prepared_statements "
+                                        "WHERE statement LIKE %s", ("%lex_leg%",)).fetchall()
+                    assert len(held) == 1 and held[0]["generic_plans"] >= 1 and held[0]["custom_plans"] == 0, held
+                    order = list(dict.fromkeys(re.findall(r"%\((\w+)\)s", stmt)))
+                    args = ", ".join(f"%({n})s::{t}" for n, t in zip(order, held[0]["types"]))
+                    explain = f"EXPLAIN EXECUTE {held[0]['name']}({args})"
+                    # parameters of a utility statement cannot be bound: written in as literals
+                    cur = psycopg.ClientCursor(conn).execute(explain, params)
+                    plan = "\n".join(next(iter(r.values())) for r in cur)
+            if expect:
+                assert expect in plan, plan
+            else:
+                assert "_embedding_org_" not in plan and "ix_current_embeddings_embedding_hnsw" in plan, plan
+        with psycopg.connect(db.url, autocommit=True) as conn:
+            again = indexes.plan(conn, min_rows=size + 1, max_share=0.5)   # the medium org no longer qualifies
+            assert set(own.values()) <= set(again.drop), again
+            indexes.apply(conn, again, concurrently=False)
+            assert not set(own.values()) & {r["name"] for r in indexes.list_indexes(conn)}
+            # every other index is as it was: the command drops only partial HNSW indexes of its own
+            assert [r[0] for r in conn.execute(others) if r[0] not in again.keep] == before
+    finally:
+        db.drop()
+
+
+def test_fabric_index_orgs_builds_lists_and_refuses_bad_input(database_url):
+    """The admin command: --dry-run builds nothing, a run builds the qualifying org's two indexes,
+    `list` shows them with their predicate, and a bad option is a usage error naming the field."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from fabric.cli import app
+    from fabric.read import indexes
+
+    c = sc.build_corpus(sc.QUICK_SIZE, seed=5)
+    db = sc.BenchDatabase(database_url, "orgcli")
+    db.create()
+    try:
+        sc.bulk_load(db, c, lambda msg: None)
+        medium = c.orgs[sc.MEDIUM_ORG_INDEX]
+        size = str(len(c.org_memories(sc.MEDIUM_ORG_INDEX)))
+        runner, env = CliRunner(), {"DATABASE_URL": db.url}
+        res = runner.invoke(app, ["index", "orgs", "--min-rows", size, "--dry-run", "--json"], env=env)
+        assert res.exit_code == 0, res.output
+        planned = {r["index"] for r in json.loads(res.stdout)["created"]}
+        assert {indexes.org_index_name(t, medium) for t in indexes.TABLES} <= planned
+        res = runner.invoke(app, ["index", "list", "--json"], env=env)
+        assert json.loads(res.stdout) == []          # the dry run built nothing
+        res = runner.invoke(app, ["index", "orgs", "--min-rows", size, "--json"], env=env)
+        assert res.exit_code == 0, res.output
+        listed = {r["name"]: r for r in json.loads(runner.invoke(app, ["index", "list", "--json"], env=env).stdout)}
+        assert set(listed) == planned
+        own = listed[indexes.org_index_name("memories", medium)]
+        assert own["predicate"] == f"(org = '{medium}'::text)" and own["rows"] == int(size)
+        assert own["valid"] is True
+        with psycopg.connect(db.url, autocommit=True) as conn:   # a build that failed half way
+            conn.execute(f"UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'fabric.{own['name']}'::regclass")
+            again = indexes.plan(conn, min_rows=int(size))
+        assert own["name"] in again.drop and own["name"] in {n for _, _, n in again.create}, again
+        res = runner.invoke(app, ["index", "orgs", "--max-share", "1.5"], env=env)
+        assert res.exit_code == 2 and "max_share" in res.output
     finally:
         db.drop()

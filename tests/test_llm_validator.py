@@ -48,7 +48,7 @@ def validator(stub: OpenAIStub, **kw) -> LLMValidator:
 def test_good_answer_is_decoded_and_costed(openai_stub):
     old, other = cand("The standup is at 9am."), cand("The standup is in room 4.", 0.7)
     openai_stub.script(answer("contradiction_fork", "m1", subject="standup", relation="time", value="10am",
-                              reason="time changed", confidence=0.8))
+                              target_value="9am", reason="time changed", confidence=0.8))
     v = validator(openai_stub)
     d = v.decide(incoming("The standup is at 10am."), [old, other])
 
@@ -80,7 +80,8 @@ def test_good_answer_is_decoded_and_costed(openai_stub):
 
 def test_a_keyed_write_keeps_its_own_key(openai_stub):
     old = cand("Alice is CEO.", subject="acme", relation="ceo", value="Alice")
-    openai_stub.script(answer("contradiction_fork", "m1", subject="Bob", relation="job", value="CEO"))
+    openai_stub.script(answer("contradiction_fork", "m1", subject="Bob", relation="job", value="CEO",
+                              target_value="Alice"))
     d = validator(openai_stub).decide(incoming("Bob is CEO.", subject="acme", relation="ceo", value="Bob"), [old])
     assert d.kind == "contradiction_fork" and d.subject is None and d.relation is None
     user = openai_stub.requests[0]["body"]["messages"][-1]["content"]
@@ -88,20 +89,39 @@ def test_a_keyed_write_keeps_its_own_key(openai_stub):
 
 
 def test_an_unsure_invalidation_is_not_applied(openai_stub):
-    """A fork below the confidence floor, about a name twin or a sister company, or that names a value
-    the target already holds becomes a new branch; a duplicate about another name is kept too."""
+    """A fork below the confidence floor, about a name twin or a sister company, that names a value the
+    target already holds, whose old value is not in the target (or is the new one), or whose new sentence
+    adds a value outright becomes a new branch; a duplicate about another name is kept too."""
     cases = [
         ("Tomasz Wren lives in Gdansk.", "Tomasz Reyes lives in Krakow.",
-         answer("contradiction_fork", "m1", subject="Tomasz Reyes", relation="home_city", value="Krakow"), "reyes"),
+         answer("contradiction_fork", "m1", subject="Tomasz Reyes", relation="home_city", value="Krakow",
+                target_value="Gdansk"), "reyes"),
         ("Halden Energy is headquartered in Oslo.", "Halden Energy Services is headquartered in Bergen.",
-         answer("contradiction_fork", "m1", subject="Halden Energy Services", relation="hq", value="Bergen"),
+         answer("contradiction_fork", "m1", subject="Halden Energy Services", relation="hq", value="Bergen",
+                target_value="Oslo"),
          "services"),
         ("The standup is at 9am.", "The standup is at 10am.",
-         answer("contradiction_fork", "m1", subject="standup", relation="time", value="10am", confidence=0.4),
+         answer("contradiction_fork", "m1", subject="standup", relation="time", value="10am", confidence=0.4,
+                target_value="9am"),
          "confidence 0.40"),
         ("Pell & Thorne's account manager is Iris Quade.", "Pell & Thorne's support engineer is Iris Quade.",
-         answer("contradiction_fork", "m1", subject="Pell & Thorne", relation="support_engineer", value="Iris Quade"),
+         answer("contradiction_fork", "m1", subject="Pell & Thorne", relation="support_engineer", value="Iris Quade",
+                target_value="Iris Quade"),
          "already in the target"),
+        # a correction must point at an old value the target states, other than the new one
+        ("Oskar Lind plays in an orchestra.", "Oskar Lind plays viola in the Riverside orchestra on Sundays.",
+         answer("contradiction_fork", "m1", subject="Oskar Lind", relation="instrument", value="viola",
+                target_value="cello"), "'cello') is not in the target"),
+        ("The depot is in Leeds.", "Leeds is where the depot is found.",
+         answer("contradiction_fork", "m1", subject="depot", relation="location", value="Leeds city",
+                target_value="Leeds city"), "is the new one"),
+        ("The depot is in Leeds.", "The depot has moved.",
+         answer("contradiction_fork", "m1", subject="depot", relation="location", value="elsewhere"),
+         "no old value named"),
+        # "also": one more value, said outright
+        ("Wen Li is allergic to shellfish.", "Wen Li is also allergic to latex.",
+         answer("contradiction_fork", "m1", subject="Wen Li", relation="allergy", value="latex",
+                target_value="shellfish"), "adds a value outright"),
         ("Ravi Shah works at Orbital Paints.", "Ravi Shankar works at Orbital Paints.",
          answer("duplicate", "m1", subject="Ravi Shankar", relation="employer", value="Orbital Paints"), "shankar"),
     ]
@@ -113,12 +133,12 @@ def test_an_unsure_invalidation_is_not_applied(openai_stub):
     # A sure correction of the same subject in other words is applied.
     old = cand("Ingmar Falk is the chief executive of Brenna Labs.")
     openai_stub.script(answer("contradiction_fork", "m1", subject="Brenna Labs", relation="ceo",
-                              value="Odile Marchetti", confidence=0.9))
+                              value="Odile Marchetti", target_value="Ingmar Falk", confidence=0.9))
     d = validator(openai_stub).decide(incoming("Brenna Labs is led by CEO Odile Marchetti."), [old])
     assert (d.kind, d.target_id) == ("contradiction_fork", old.id)
     # The floor is a setting of the validator.
     openai_stub.script(answer("contradiction_fork", "m1", subject="standup", relation="time", value="10am",
-                              confidence=0.4))
+                              target_value="9am", confidence=0.4))
     old = cand("The standup is at 9am.")
     d = validator(openai_stub, min_fork_confidence=0.3).decide(incoming("The standup is at 10am."), [old])
     assert (d.kind, d.target_id) == ("contradiction_fork", old.id)
@@ -144,11 +164,36 @@ def test_rules_first_settle_what_they_read_and_ask_the_model_the_rest(openai_stu
     # Nothing the rules can read: the model decides (and its guard still applies).
     meeting = cand("The weekly sync is on Monday at 10am.")
     openai_stub.script(lambda body: answer("contradiction_fork", label_of(body, "10am"), subject="weekly sync",
-                                           relation="Meeting Time", value="Monday at 11am", confidence=0.9))
+                                           relation="Meeting Time", value="Monday at 11am",
+                                           target_value="Monday at 10am", confidence=0.9))
     d = v.decide(incoming("We now meet for the weekly sync an hour later."), [meeting])
     assert (d.kind, d.target_id, d.called, d.validator) == ("contradiction_fork", meeting.id, True, "llm")
     assert (d.subject, d.relation, d.value) == ("weekly sync", "meeting_time", "Monday at 11am")
     assert openai_stub.count == 1 and v.stats.snapshot()["decisions"] == 1
+
+
+def test_a_threshold_call_of_the_rules_goes_to_the_model(openai_stub):
+    """The rules call a swapped value "another attribute" when the two relation phrasings' embeddings fall
+    just under their bar; that is not a sure reading, so the model is asked (and a reading resting on
+    names or on the lexicon is still settled without a request)."""
+    from fabric.placement.llm import borderline
+    from fabric.placement.rules import RuleValidator
+
+    old = cand("Dmitri Volkov's working language is Russian.")
+    new = incoming("Dmitri Volkov now prefers to work in German.")
+    rules = RuleValidator()
+    assert rules.verdict(new, old) == "separate" and borderline(new, old)
+    twin_old, twin = cand("Tomasz Wren lives in Gdansk."), incoming("Tomasz Reyes resides in Krakow.")
+    assert rules.verdict(twin, twin_old) == "separate" and not borderline(twin, twin_old)
+    openai_stub.script(lambda body: answer("contradiction_fork", label_of(body, "Russian"), subject="Dmitri Volkov",
+                                           relation="working_language", value="German", target_value="Russian",
+                                           confidence=0.9))
+    v = validator(openai_stub, rules=rules)
+    d = v.decide(new, [old])
+    assert (d.kind, d.target_id, d.called) == ("contradiction_fork", old.id, True)
+    assert openai_stub.count == 1
+    d = v.decide(twin, [twin_old])
+    assert (d.kind, d.called) == ("new_branch", False) and openai_stub.count == 1
 
 
 def test_the_models_keys_are_made_canonical(openai_stub):
@@ -171,7 +216,8 @@ def test_the_models_keys_are_made_canonical(openai_stub):
     assert (d.kind, d.subject, d.relation, d.value) == ("new_branch", "Lina Okoro", "manager", "Pia Lund")
     # A correction of a keyed memory takes that memory's key and the model's value.
     keyed = cand("The gym opens at 6am.", subject="Aster gym", relation="opening_time", value="6am")
-    openai_stub.script(answer("contradiction_fork", "m1", subject="the gym", relation="opens", value="5:30am"))
+    openai_stub.script(answer("contradiction_fork", "m1", subject="the gym", relation="opens", value="5:30am",
+                              target_value="6am"))
     d = validator(openai_stub).decide(incoming("Doors at the gym now open at 5:30am."), [keyed])
     assert (d.kind, d.subject, d.relation, d.value) == ("contradiction_fork", "Aster gym", "opening_time", "5:30am")
     # A refinement carries no key of its own: the memory it refines holds it.
@@ -241,7 +287,8 @@ def test_a_change_with_no_target_named_is_not_applied(openai_stub):
 
 def test_unknown_target_then_a_real_one(openai_stub):
     a, b = cand("The van is blue."), cand("The van has 3 seats.")
-    openai_stub.script(answer("contradiction_fork", "m9"), answer("contradiction_fork", "m1"))
+    openai_stub.script(answer("contradiction_fork", "m9"),
+                       answer("contradiction_fork", "m1", target_value="blue"))
     d = validator(openai_stub).decide(incoming("The van is red."), [a, b])
     assert d.target_id == a.id and openai_stub.count == 2
 
@@ -389,8 +436,8 @@ def test_worker_places_by_the_llm_decision(llm_fab, stub, org):
     assert first.decision == "new_branch" and first.validator == "pregate" and stub.count == 0
 
     stub.script(lambda body: answer("contradiction_fork", label_of(body, "Monday at 10am"), subject="weekly sync",
-                                    relation="meeting_time", value="Monday at 11am", reason="time moved",
-                                    confidence=0.85))
+                                    relation="meeting_time", value="Monday at 11am", target_value="10am",
+                                    reason="time moved", confidence=0.85))
     # worded so that the rules cannot read it: the model decides
     p = llm_fab.wait(llm_fab.write("We now meet for the weekly sync an hour later.", org=org), timeout=60)
     assert stub.count == 1
@@ -446,8 +493,8 @@ def test_validator_calls_per_write_on_a_mixed_stream(llm_fab, stub, org):
     stub.script(default=by_content([
         ("Finance team", lambda b: answer("duplicate", target("finance team")(b))),
         ("third floor, next to", lambda b: answer("child_update", target("third floor")(b))),
-        ("moved to 4pm", lambda b: answer("contradiction_fork", target("at 3pm")(b))),
-        ("Berlin", lambda b: answer("contradiction_fork", target("Munich")(b))),
+        ("moved to 4pm", lambda b: answer("contradiction_fork", target("at 3pm")(b), target_value="3pm")),
+        ("Berlin", lambda b: answer("contradiction_fork", target("Munich")(b), target_value="Munich")),
         ("hiking", lambda b: answer("new_branch", None)),
     ], fallback=answer("new_branch", None)))
     stream = [
@@ -516,7 +563,8 @@ def test_bench_scores_the_llm_through_the_real_client(openai_stub):
 
     def oracle(body):
         p = truth[last_user(body).split("NEW memory: ", 1)[1].splitlines()[0]]
-        return answer(p.label, label_of(body, p.existing))
+        # it points at the old value: the whole old sentence states it
+        return answer(p.label, label_of(body, p.existing), target_value=p.existing)
 
     openai_stub.script(default=oracle)
     s = Settings(validator="rule", openai_base_url=openai_stub.base_url, openai_api_key="k", llm_model="oracle")
@@ -573,7 +621,8 @@ def test_the_rephrased_set_is_scored_per_split_with_wrong_invalidations():
     assert len(pairs) >= 120 and len({p.id for p in pairs}) == len(pairs)
     assert sum(p.label == "new_branch" for p in pairs) >= 50
     tune = sum(p.split == "tune" for p in pairs)
-    assert {p.split for p in pairs} == {"tune", "holdout"} and 0.35 <= tune / len(pairs) <= 0.45
+    # 90/199 tune since two holdout pairs were opened on 2026-12-01 (their notes say so)
+    assert {p.split for p in pairs} == {"tune", "holdout"} and 0.35 <= tune / len(pairs) <= 0.46
     r = bench(settings=Settings(validator="rule"), use_llm=False, pairs_path=REPHRASED_PAIRS)
     (rule,) = r["runs"]
     assert r["set"] == "placement_pairs_v2.jsonl" and rule["pairs"] == len(pairs)

@@ -315,7 +315,8 @@ def test_library_reads_keep_their_indexes_under_rls(tenants):
         conn.execute("SET LOCAL enable_sort = off")
         plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + ANN_SQL, {
             "org": a, "q": np.full(384, 0.1, dtype=np.float32), "k": 5, "valid_at": now, "known_at": now,
-            "include_superseded": False, "live_only": False, "current": True, "scan_limit": 10}))
+            "include_superseded": False, "live_only": False, "current": True, "scan_limit": 10,
+            "pool": 5, "mode": "vector", "subject_prefix": None}))
         assert "ix_current_embeddings_embedding_hnsw" in plan, plan
 
 

@@ -342,3 +342,59 @@ def test_generated_traps_invalidate_nothing(rules, embedder):
         if d.kind == "contradiction_fork":
             wrong.append((old, new))
     assert len(_generated_traps()) == 32 and wrong == []
+
+
+# Round 5: a subscription, membership, account or licence held "to / with / at X" is one of many held at
+# once; a price whose noun is qualified on both sides by another word names another item ("the family
+# membership" / "the student membership"), but "annual" / "a year" is one period.
+@pytest.mark.parametrize("old, new", [
+    ("Priya Nair has a subscription to The Guardian.", "Priya Nair has a subscription to Netflix."),
+    ("Leon Brandt holds a membership at Alpine Club.", "Leon Brandt holds a membership at Kelvin Tennis Club."),
+    ("Sana Iqbal has an account with Monzo.", "Sana Iqbal has an account with Revolut."),
+    ("Tomas Berg owns a licence for AutoCAD.", "Tomas Berg owns a license for SketchUp."),
+    ("Greta Holm took out a subscription to Spotify.", "Greta Holm has a subscription to Duolingo."),
+    ("Nadia Haddad has a Netflix subscription.", "Nadia Haddad has a Disney+ subscription."),
+    ("Jon Sato has a gym membership at FitHub.", "Jon Sato has a gym membership at PureGym."),
+])
+def test_subscriptions_and_memberships_hold_many_values(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "new_branch", d.reason
+
+
+def test_a_subscription_to_a_plan_is_still_the_billing_plan(rules, embedder):
+    d, target = decide(rules, embedder, "Mira Holt has a subscription to the Pro plan.",
+                       "Mira Holt has a subscription to the Team plan.", pregated=True)
+    assert d.kind == "contradiction_fork" and target == "Mira Holt has a subscription to the Pro plan."
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Kestrel Gym's annual membership is 400 pounds.", "Kestrel Gym's family membership costs 650 pounds a year."),
+    ("Kestrel Gym's annual membership is 400 pounds.", "Kestrel Gym's family membership is 650 pounds a year."),
+    ("Linden Climbing's weekly pass is 25 euros.", "Linden Climbing's youth pass is 15 euros a week."),
+    ("The Meridian Club's yearly fee is 300 dollars.", "The Meridian Club's corporate fee is 900 dollars a year."),
+    ("The Fenwick Hotel's nightly rate is 140 pounds.", "The Fenwick Hotel's weekend rate is 180 pounds a night."),
+    ("Corvid Labs' annual licence is 5,000 dollars.", "Corvid Labs' enterprise licence is 20,000 dollars a year."),
+    ("Harbour Yoga's monthly pass costs 60 euros.", "Harbour Yoga's student pass costs 35 euros a month."),
+    ("The Larch Theatre's evening ticket is 30 dollars.", "The Larch Theatre's matinee ticket is 18 dollars."),
+    ("Oakfield Pool's adult swim is 6 pounds.", "Oakfield Pool's junior swim is 3 pounds."),
+])
+def test_a_price_of_another_qualified_item_corrects_nothing(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork", d.reason
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Kestrel Gym's annual membership is 400 pounds.", "Kestrel Gym's yearly membership is now 420 pounds."),
+    ("Kestrel Gym's annual membership is 400 pounds.", "Kestrel Gym's membership is now 420 pounds a year."),
+    ("Harbour Yoga's monthly pass costs 60 euros.", "Harbour Yoga's monthly pass now costs 65 euros."),
+    ("The Larch Theatre's evening ticket is 30 dollars.", "The Larch Theatre's evening ticket went up to 34 dollars."),
+    ("Oakfield Pool's adult swim is 6 pounds.", "Oakfield Pool's current adult swim price is 7 pounds."),
+    ("The Fenwick Hotel's nightly rate is 140 pounds.", "The Fenwick Hotel's rate is now 150 pounds a night."),
+    ("Corvid Labs' annual licence is 5,000 dollars.", "Corvid Labs' licence fee is now 5,500 dollars a year."),
+    ("Brindle Bikes' monthly rental is 45 euros.", "Brindle Bikes now charges 50 euros a month for rental."),
+    ("The Meridian Club's membership fee is 300 dollars a year.",
+     "The Meridian Club's annual membership fee went up to 320 dollars."),
+])
+def test_the_same_item_repriced_is_a_correction(rules, embedder, old, new):
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "contradiction_fork" and target == old, d.reason

@@ -29,3 +29,13 @@ def test_each_surface_file_defines_the_object_it_is_named_after():
         created = re.findall(r"^CREATE OR REPLACE (?:VIEW|FUNCTION) fabric_api\.(\w+)", text, re.MULTILINE)
         assert created == [name], name
         assert not re.search(r"^\s*(DROP|ALTER|GRANT|COMMENT)\b", text, re.MULTILINE), name
+
+
+def test_every_fragment_is_included_and_every_include_is_expanded():
+    from fabric.sql import _sections
+
+    named, frags = _sections()
+    bodies = "\n".join(list(named.values()) + list(frags.values()))
+    assert frags, "search.sql writes its shared pieces as fragments"
+    assert [f for f in frags if "{{" + f + "}}" not in bodies] == []
+    assert [n for n, text in queries().items() if "{{" in text] == []

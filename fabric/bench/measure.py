@@ -1,4 +1,4 @@
-"""Figures the benchmarks compute alike: one percentile for all of them (scale.py keeps numpy's
+"""Figures the benchmarks compute alike: one percentile for all of them (scale/ keeps numpy's
 interpolated `_percentiles` for its own tables)."""
 
 from __future__ import annotations

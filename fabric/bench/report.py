@@ -112,6 +112,14 @@ def backend_grid(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         row("loop false approvals", lambda x: str(x["false_approvals"])),
         row("validator calls / write", lambda x: "—" if x["validator_calls_per_write"] is None
             else f"{x['validator_calls_per_write']:.2f}"),
+    ]
+    if any(pb[b].get("llm_calls_per_write") is not None for b in backends):
+        rows += [
+            row("  of them LLM calls / write", lambda x: "—" if x.get("llm_calls_per_write") is None
+                else f"{x['llm_calls_per_write']:.2f}"),
+            row("  ms / LLM call (mean)", lambda x: ms(x.get("llm_ms_per_call"))),
+        ]
+    rows += [
         row("ingest ms / write (until placed)", lambda x: ms(x["ingest_ms_per_write"])),
         row("accept ms / write (the write call)", lambda x: ms(x["accept_ms_per_write"])),
         row("query p50 / p95 ms", lambda x: f"{ms(x['query_p50_ms'])} / {ms(x['query_p95_ms'])}"),
@@ -127,18 +135,29 @@ def behaviour_grid(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]
 
 
 def conversation_grid(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """The conversational stream (fabric-text): distinct facts wrongly collapsed. No rows when not run."""
-    c = results.get("conversation")
-    if not c:
-        return ["conversational stream", "fabric-text"], []
-    return ["conversational stream", "fabric-text"], [
-        ["distinct facts (turns)", str(c["turns"])],
-        ["wrongly collapsed (target <= 1%)", f"{c['collapsed']} ({pct(c['collapsed_share'], 1)})"],
-        ["  refused as duplicates", str(c["duplicates"])],
-        ["  superseded by a later turn", str(c["superseded"])],
-        ["decisions", ", ".join(f"{k} {v}" for k, v in c["decisions"].items())],
-        ["validator calls / write", f"{c['validator_calls_per_write']:.2f}"],
+    """The conversational stream (fabric-text, and fabric-text-llm when it ran): distinct facts wrongly
+    collapsed. No rows when not run."""
+    runs = [(name, c) for name, c in (("fabric-text", results.get("conversation")),
+                                      ("fabric-text-llm", results.get("conversation_llm"))) if c]
+    header = ["conversational stream"] + [name for name, _ in runs]
+    if not runs:
+        return header, []
+
+    def row(label: str, fn) -> list[str]:
+        return [label] + [fn(c) for _, c in runs]
+
+    rows = [
+        row("distinct facts (turns)", lambda c: str(c["turns"])),
+        row("wrongly collapsed (target <= 1%)", lambda c: f"{c['collapsed']} ({pct(c['collapsed_share'], 1)})"),
+        row("  refused as duplicates", lambda c: str(c["duplicates"])),
+        row("  superseded by a later turn", lambda c: str(c["superseded"])),
+        row("decisions", lambda c: ", ".join(f"{k} {v}" for k, v in c["decisions"].items())),
+        row("validator calls / write", lambda c: f"{c['validator_calls_per_write']:.2f}"),
     ]
+    if len(runs) > 1:
+        rows.append(row("  of them LLM calls / write", lambda c: f"{c.get('llm_calls_per_write') or 0:.2f}"))
+        rows.append(row("  ms / LLM call (mean)", lambda c: ms(c.get("llm_ms_per_call"))))
+    return header, rows
 
 
 GRIDS = (("Accuracy by kind (* = fabric must be 100%; ~r = rephrased cases)", kind_grid),

@@ -37,8 +37,12 @@ offices opened). Nothing in it should be a duplicate or a correction; the share 
 as duplicates or superseded is the "collapsed" figure (target at most 1%).
 
 Backends (same embedding model, same questions):
-  fabric-keys   fabric, writes carry subject/relation/value
+  fabric-keys   fabric, writes carry subject/relation/value (the rule validator)
   fabric-text   fabric, text only: the validator must infer contradictions, refinements, repeats
+  fabric-keys-llm, fabric-text-llm   the same with the LLM validator (opt-in: an OpenAI-compatible
+                endpoint and model; the rules settle what they read for sure, the model the rest).
+                Their writes go to a queue of their own, placed by a second worker started with the
+                LLM's settings, so the rules' and the LLM's columns come from one run on the same cases
   pgvector      flat: one table, top-k cosine, no time (timestamps are metadata only)
   chroma        flat: ChromaDB embedded, cosine, as in seed 000 (optional `bench` extra)
 
@@ -91,6 +95,8 @@ BEHAVIOURS: tuple[tuple[str, tuple[str, ...], str], ...] = (
      "every hop of a chain comes from the same epoch"),
 )
 ALL_BACKENDS: tuple[str, ...] = ("fabric-keys", "fabric-text", "pgvector", "chroma")
+# Opt-in (they need an endpoint): not in "all", named one by one or as "llm".
+LLM_BACKENDS: tuple[str, ...] = ("fabric-keys-llm", "fabric-text-llm")
 PHRASINGS: tuple[str, ...] = ("same", "rephrased")
 CASES_FULL, CASES_QUICK = 20, 3
 TURNS_FULL, TURNS_QUICK = 150, 40
@@ -683,6 +689,8 @@ class BackendStats:
     ingest_s: float = 0.0
     accept_s: float = 0.0
     validator_calls: int = 0
+    llm_calls: int = 0                 # placements the model decided (the rules settled the others)
+    llm_ms: list[float] = field(default_factory=list)  # each one's time in the validator, retries included
     decisions: dict[str, int] = field(default_factory=dict)
     validators: dict[str, int] = field(default_factory=dict)
     latencies_ms: list[float] = field(default_factory=list)
@@ -690,11 +698,12 @@ class BackendStats:
 
 
 class FabricBackend:
-    """fabric through its public library API. `keyed`: writes carry subject/relation/value."""
+    """fabric through its public library API. `keyed`: writes carry subject/relation/value. `llm`: `fab`
+    queues its writes for a worker that places them with the LLM validator (see `llm_fabric`)."""
 
-    def __init__(self, fab: Any, *, keyed: bool, run_id: str, k: int = TOP_K):
-        self.fab, self.keyed, self.k = fab, keyed, k
-        self.name = "fabric-keys" if keyed else "fabric-text"
+    def __init__(self, fab: Any, *, keyed: bool, run_id: str, k: int = TOP_K, llm: bool = False):
+        self.fab, self.keyed, self.k, self.llm = fab, keyed, k, llm
+        self.name = ("fabric-keys" if keyed else "fabric-text") + ("-llm" if llm else "")
         self.run_id = run_id
         self.stats = BackendStats()
         self.marks: dict[int, datetime] = {}
@@ -702,7 +711,7 @@ class FabricBackend:
         self.texts: dict[str, dict[str, str]] = {}
 
     def org(self, case: Case) -> str:
-        return f"bench-{self.run_id}-{'k' if self.keyed else 't'}-{case.cid}"
+        return f"bench-{self.run_id}-{'k' if self.keyed else 't'}{'l' if self.llm else ''}-{case.cid}"
 
     def ingest(self, phase: int, cases: Sequence[Case]) -> None:
         items, refs = [], []
@@ -728,6 +737,8 @@ class FabricBackend:
             st.validators[p.validator or "?"] = st.validators.get(p.validator or "?", 0) + 1
             if p.validator not in (None, "pregate"):
                 st.validator_calls += 1
+            if p.validator == "llm":
+                st.llm_calls += 1
             st.placements.setdefault(c.cid, []).append(
                 {"fid": fid, "decision": p.decision, "validator": p.validator, "reason": p.reason})
         self.stats.writes += len(items)
@@ -760,6 +771,14 @@ class FabricBackend:
 
     def live(self, case: Case, text: str) -> list[str | None]:
         return [self.texts[case.cid].get(m.content) for m in self.fab.belief_state(org=self.org(case))]
+
+    def read_llm_latency(self, cases: Sequence[Case]) -> None:
+        """The time each model-decided placement spent in the validator, from the decision log (the
+        worker measured it; one read per case's org, after the run)."""
+        for c in cases:
+            self.stats.llm_ms += [d.latency_ms for d in self.fab.decisions(org=self.org(c), action="place",
+                                                                           limit=10000)
+                                  if d.validator == "llm" and d.latency_ms is not None]
 
     def reachable(self, case: Case, hit: Hit | None, detail_fid: str) -> bool:
         """The detail sits in the branch of the top hit (a tree walk from the hit's root)."""
@@ -992,6 +1011,8 @@ def summarise(records: Sequence[dict[str, Any]], backends: Sequence[Any]) -> dic
             "writes": st.writes,
             "validator_calls_per_write": (_pct(st.validator_calls, st.writes)
                                           if b.name.startswith("fabric") else None),
+            "llm_calls_per_write": _pct(st.llm_calls, st.writes) if getattr(b, "llm", False) else None,
+            "llm_ms_per_call": (sum(st.llm_ms) / len(st.llm_ms)) if st.llm_ms else None,
             "decisions": dict(sorted(st.decisions.items())), "validators": dict(sorted(st.validators.items())),
             "ingest_ms_per_write": _pct(st.ingest_s * 1000, st.writes),
             "accept_ms_per_write": _pct(st.accept_s * 1000, st.writes),
@@ -1094,10 +1115,11 @@ def conversation_turns(seed: int, turns: int) -> list[str]:
     return out
 
 
-def conversation(fab: Any, *, run_id: str, seed: int = 0, turns: int = TURNS_FULL) -> dict[str, Any]:
+def conversation(fab: Any, *, run_id: str, seed: int = 0, turns: int = TURNS_FULL,
+                 tag: str = "conversation") -> dict[str, Any]:
     """Write the stream as text-only memories in one org (a day apart) and count the collapsed turns:
     refused as a duplicate, or superseded by a later turn. Every turn is a distinct fact."""
-    org = f"bench-{run_id}-conversation"
+    org = f"bench-{run_id}-{tag}"
     texts = conversation_turns(seed, turns)
     start = EPOCH + timedelta(days=3000)
     started = time.perf_counter()
@@ -1120,10 +1142,14 @@ def conversation(fab: Any, *, run_id: str, seed: int = 0, turns: int = TURNS_FUL
             by, reason = forked_by.get(p.memory_id, (None, None))
             collapsed.append({"turn": t, "how": "superseded by", "other": by, "reason": reason})
     calls = sum(p.validator not in (None, "pregate") for p in placed)
+    llm_ms = [d.latency_ms for d in fab.decisions(org=org, action="place", limit=10000)
+              if d.validator == "llm" and d.latency_ms is not None]
     return {"turns": len(texts), "collapsed": len(collapsed), "collapsed_share": len(collapsed) / len(texts),
             "duplicates": decisions.get("duplicate", 0),
             "superseded": sum(c["how"] == "superseded by" for c in collapsed),
             "decisions": dict(sorted(decisions.items())), "validator_calls_per_write": calls / len(texts),
+            "llm_calls_per_write": sum(p.validator == "llm" for p in placed) / len(texts),
+            "llm_ms_per_call": sum(llm_ms) / len(llm_ms) if llm_ms else None,
             "validators": sorted({p.validator or "?" for p in placed}), "seconds": round(seconds, 2),
             "examples": collapsed[:10]}
 
@@ -1135,13 +1161,15 @@ def parse_backends(spec: str | Sequence[str] | None) -> list[str]:
     if spec is None:
         return list(ALL_BACKENDS)
     names = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
-    aliases = {"fabric": ["fabric-keys", "fabric-text"], "flat": ["pgvector", "chroma"], "all": list(ALL_BACKENDS)}
+    aliases = {"fabric": ["fabric-keys", "fabric-text"], "flat": ["pgvector", "chroma"], "all": list(ALL_BACKENDS),
+               "llm": list(LLM_BACKENDS)}
+    known = ALL_BACKENDS + LLM_BACKENDS
     out: list[str] = []
     for n in names:
         for m in aliases.get(n, [n]):
-            if m not in ALL_BACKENDS:
-                raise ValidationError("backends", f"unknown backend {m!r}; choose from {', '.join(ALL_BACKENDS)}"
-                                      " (or fabric, flat, all)")
+            if m not in known:
+                raise ValidationError("backends", f"unknown backend {m!r}; choose from {', '.join(known)}"
+                                      " (or fabric, flat, llm, all)")
             if m not in out:
                 out.append(m)
     if not out:
@@ -1157,15 +1185,57 @@ def parse_phrasing(spec: str) -> tuple[str, ...]:
     return (spec,)
 
 
+@dataclass(frozen=True, slots=True)
+class LLMEndpoint:
+    """An OpenAI-compatible chat endpoint for the LLM backends (e.g. `scripts/local_llm.py serve`)."""
+
+    base_url: str
+    model: str
+    api_key: str = "local"  # a local server takes any non-empty key
+
+
+def llm_endpoint(base_url: str | None, model: str | None, api_key: str | None = None) -> LLMEndpoint:
+    """The endpoint from options or settings; a clear error naming what is missing."""
+    if not base_url:
+        raise ValidationError("llm-url", "the LLM backends need an endpoint: pass --llm-url (or set "
+                                         "OPENAI_BASE_URL), e.g. from scripts/local_llm.py serve")
+    if not model:
+        raise ValidationError("llm-model", "the LLM backends need a model name: pass --llm-model (or set "
+                                           "FABRIC_LLM_MODEL)")
+    return LLMEndpoint(base_url, model, api_key or "local")
+
+
+def llm_fabric(fab: Any, endpoint: LLMEndpoint, run_id: str) -> Any:
+    """A second Fabric on fab's database and Redis whose writes go to a queue of their own, placed by
+    a worker of its own that uses the LLM validator (rules first). fab's worker keeps the rules, so
+    both columns come from one run. Close it after (that stops its worker)."""
+    from ..api import Fabric
+
+    # A job places up to FABRIC_EMBED_BATCH_SIZE writes one model call at a time: with a local model
+    # at a minute per call, the default 300 s job timeout cut jobs short (measured 2026-12-01).
+    llm = Fabric.connect(fab.database_url, fab.redis_url, auto_migrate=False, run_worker=True,
+                         job_timeout=max(fab.settings.job_timeout, 3600),
+                         data_dir=fab.settings.data_dir, queue_name=f"{fab.settings.queue_name}-llm-{run_id}",
+                         validator="llm", openai_base_url=endpoint.base_url, openai_api_key=endpoint.api_key,
+                         llm_model=endpoint.model)
+    llm._embedder = fab.embedder  # the bench process needs the model loaded once, not twice
+    return llm
+
+
 def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequence[str] | None = None,
         out: str | Path | None = "bench-results", per_kind: int | None = None,
         phrasings: Sequence[str] = PHRASINGS, turns: int | None = None,
-        progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+        progress: Callable[[str], None] | None = None, llm: LLMEndpoint | None = None) -> dict[str, Any]:
     """Run the benchmark on an open Fabric (with a placement worker) and return every result.
+    The LLM backends need `llm` (their worker is started here).
 
     Writes `temporal.json`, `temporal.png` and `temporal.md` into `out` (None: write nothing)."""
     say = progress or (lambda msg: log.info(msg))
     names = parse_backends(backends)
+    if llm is None and any(n in LLM_BACKENDS for n in names):
+        raise ValidationError("llm-url", f"{', '.join(n for n in names if n in LLM_BACKENDS)} need(s) an LLM "
+                                         "endpoint: pass --llm-url and --llm-model (or set OPENAI_BASE_URL "
+                                         "and FABRIC_LLM_MODEL)")
     per_kind = per_kind or (CASES_QUICK if quick else CASES_FULL)
     run_id = f"{utcnow():%y%m%d%H%M%S}{secrets.token_hex(2)}"
     started_at, t0 = utcnow(), time.perf_counter()
@@ -1178,11 +1248,14 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
     notes: dict[str, str] = {}
     active: list[Any] = []
     shared_conn = None
+    fab_llm = llm_fabric(fab, llm, run_id) if llm is not None and any(n in LLM_BACKENDS for n in names) else None
+    if fab_llm is not None and llm is not None:
+        notes["llm"] = f"the LLM backends' validator: {llm.model} at {llm.base_url} (rules first)"
     for name in names:
-        if name == "fabric-keys":
-            active.append(FabricBackend(fab, keyed=True, run_id=run_id))
-        elif name == "fabric-text":
-            active.append(FabricBackend(fab, keyed=False, run_id=run_id))
+        if name in ("fabric-keys", "fabric-text"):
+            active.append(FabricBackend(fab, keyed=name == "fabric-keys", run_id=run_id))
+        elif name in LLM_BACKENDS:
+            active.append(FabricBackend(fab_llm, keyed=name == "fabric-keys-llm", run_id=run_id, llm=True))
         elif name == "pgvector":
             backend, shared_conn = pgvector_backend(fab, run_id)
             active.append(backend)
@@ -1204,13 +1277,16 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
     timings: dict[str, float] = {}
     try:
         fab.embedder.embed(["warm up"])  # load the model before any timing
-        if any(isinstance(b, FabricBackend) for b in active):  # and let the worker load its own
-            fab.wait(fab.write("Warm-up note for the benchmark.", org=f"bench-{run_id}-warmup"), timeout=WAIT_TIMEOUT)
+        # and let each worker load its own
+        for f in {id(b.fab): b.fab for b in active if isinstance(b, FabricBackend)}.values():
+            f.wait(f.write("Warm-up note for the benchmark.", org=f"bench-{run_id}-warmup"), timeout=WAIT_TIMEOUT)
         for b in active:
             bt = time.perf_counter()
             for phase in range(1, LAST_PHASE + 1):
                 b.ingest(phase, cases)
             ingest_done = time.perf_counter()
+            if isinstance(b, FabricBackend) and b.llm:
+                b.read_llm_latency(cases)
             for c in cases:
                 for q in c.queries:
                     records.append(evaluate(b, c, q))
@@ -1218,16 +1294,22 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
             rs = [r for r in records if r["backend"] == b.name]
             say(f"{b.name}: {b.stats.writes} writes ingested in {ingest_done - bt:.1f}s, "
                 f"{sum(r['correct'] for r in rs)}/{len(rs)} right ({time.perf_counter() - bt:.1f}s)")
-        stream = None
+        stream = stream_llm = None
         if turns and "fabric-text" in names:
             stream = conversation(fab, run_id=run_id, seed=seed, turns=turns)
             say(f"conversational stream: {stream['collapsed']}/{stream['turns']} distinct facts collapsed "
                 f"({stream['seconds']:.1f}s)")
+        if turns and fab_llm is not None and "fabric-text-llm" in names:
+            stream_llm = conversation(fab_llm, run_id=run_id, seed=seed, turns=turns, tag="conversation-llm")
+            say(f"conversational stream (LLM): {stream_llm['collapsed']}/{stream_llm['turns']} distinct facts "
+                f"collapsed ({stream_llm['seconds']:.1f}s)")
     finally:
         for b in active:
             b.close()
         if shared_conn is not None:
             shared_conn.close()
+        if fab_llm is not None:
+            fab_llm.close()
 
     summary = summarise(records, active)
     results = {
@@ -1240,6 +1322,7 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
         "backend_seconds": {k: round(v, 2) for k, v in timings.items()},
         **summary,
         "conversation": stream,
+        "conversation_llm": stream_llm,
         "placements": {b.name: b.stats.placements for b in active if b.name.startswith("fabric")},
         "queries": records,
         "cases": [c.to_dict() for c in cases],

@@ -8,7 +8,7 @@ from .app import app  # noqa: F401
 from . import core, bench  # noqa: F401,E402  (register commands)
 
 # Areas that register commands of their own (a module missing here is an area not built yet).
-for _area in ("admin", "roles", "bench_temporal", "bench_scale", "bench_retrieval", "bench_validators",
+for _area in ("admin", "indexes", "roles", "bench_temporal", "bench_scale", "bench_retrieval", "bench_validators",
               "bench_pipeline", "bench_mcp", "bench_chains", "transfer", "mcp"):
     try:
         importlib.import_module(f"{__name__}.{_area}")

@@ -20,7 +20,7 @@ from ..errors import ValidationError
 from ..types import DECISION_KINDS
 from .app import (
     EXIT_TIMEOUT, JsonOpt, OrgOpt, app, connected, console, err_console, fmt_time, handle_errors,
-    parse_time, print_json,
+    parse_time, print_json, titled_table,
 )
 from .bench import bench_app
 
@@ -198,9 +198,7 @@ def replay(
     facts = [("superseded", f) for f in report.superseded] + [("revived", f) for f in report.revived] + \
             [("added", f) for f in report.added] + [("removed", f) for f in report.removed]
     if facts:
-        ft = Table(title="facts whose belief changes")
-        for col in ("memory", "content", "becomes", "valid until"):
-            ft.add_column(col)
+        ft = titled_table("facts whose belief changes", ("memory", "content", "becomes", "valid until"))
         for what, f in facts:
             ft.add_row(_short(f.memory_id), _clip(f.content, 60), what, fmt_time(f.after_valid_to))
         console.print(ft)
@@ -295,9 +293,7 @@ def stats(
     if as_json:
         print_json(out)
         return
-    table = Table(title="fabric stats")
-    for col in ("org", "memories", "writes", "decisions", "refused", "conflicts"):
-        table.add_column(col)
+    table = titled_table("fabric stats", ("org", "memories", "writes", "decisions", "refused", "conflicts"))
 
     def fmt(d: dict[str, int]) -> str:
         return "\n".join(f"{k} {v}" for k, v in sorted(d.items())) or "-"

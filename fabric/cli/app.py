@@ -50,18 +50,17 @@ def handle_errors() -> Iterator[None]:
 
     try:
         yield
-    except NotFound as exc:
-        err_console.print(f"[red]not found:[/] {exc}")
-        raise typer.Exit(EXIT_NOT_FOUND) from None
-    except ValidationError as exc:
-        err_console.print(f"[red]invalid {exc.field}:[/] {str(exc).split(': ', 1)[-1]}")
-        raise typer.Exit(EXIT_USAGE) from None
-    except PlacementTimeout as exc:
-        err_console.print(f"[red]timeout:[/] {exc}")
-        raise typer.Exit(EXIT_TIMEOUT) from None
     except FabricError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(EXIT_ERROR) from None
+        if isinstance(exc, ValidationError):  # its text starts with the field, already in the label
+            label, text, code = f"invalid {exc.field}", str(exc).split(": ", 1)[-1], EXIT_USAGE
+        elif isinstance(exc, NotFound):
+            label, text, code = "not found", str(exc), EXIT_NOT_FOUND
+        elif isinstance(exc, PlacementTimeout):
+            label, text, code = "timeout", str(exc), EXIT_TIMEOUT
+        else:
+            label, text, code = "error", str(exc), EXIT_ERROR
+        err_console.print(f"[red]{label}:[/] {text}")
+        raise typer.Exit(code) from None
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -84,6 +83,14 @@ def print_json(obj: Any) -> None:
 
 def fmt_time(dt: datetime | None) -> str:
     return "∞" if dt is None else dt.isoformat(timespec="seconds")
+
+
+def titled_table(title: str, columns: Sequence[str]) -> Table:
+    """An empty table with these column headers, for a command's rows."""
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col)
+    return table
 
 
 def memory_table(memories: Sequence[Any], title: str | None = None, *, score: bool = False) -> Table:

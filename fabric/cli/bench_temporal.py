@@ -20,7 +20,13 @@ def temporal(
     out: Path = typer.Option(Path("bench-results"), "--out", help="Folder for temporal.json, .md and .png."),
     backends: str = typer.Option("all", "--backends",
                                  help="Comma-separated: fabric-keys, fabric-text, pgvector, chroma "
-                                      "(or fabric, flat, all)."),
+                                      "(or fabric, flat, all); opt-in, with an LLM endpoint: "
+                                      "fabric-keys-llm, fabric-text-llm (or llm)."),
+    llm_url: Optional[str] = typer.Option(None, "--llm-url",
+                                          help="OpenAI-compatible endpoint for the -llm backends "
+                                               "(default: OPENAI_BASE_URL)."),
+    llm_model: Optional[str] = typer.Option(None, "--llm-model",
+                                            help="Model name for the -llm backends (default: FABRIC_LLM_MODEL)."),
     per_kind: Optional[int] = typer.Option(None, "--per-kind", min=1, help="Cases per kind (default 20; 4 with --quick)."),
     phrasing: str = typer.Option("both", "--phrasing",
                                  help="same (every version of a fact in one template), rephrased (each version "
@@ -36,20 +42,31 @@ def temporal(
     text only) and flat vector memory (pgvector, ChromaDB) on the same embeddings; print the
     tables, write a JSON file of all results and a chart. Exits 1 if fabric misses its bar
     (100% on staleness/historical/out-of-order/known-at/retraction, no stale answer, no escalation).
+    fabric-keys and fabric-text use the rule validator; the -llm backends the LLM validator, placed
+    by a second worker in the same run.
 
     Example: fabric bench temporal --quick --out bench-results
+    Example: fabric bench temporal --quick --backends fabric-text,fabric-text-llm,pgvector \\
+             --llm-url http://127.0.0.1:8080/v1 --llm-model qwen2.5-coder-1.5b-instruct
     """
     from ..bench.report import tables, write_outputs
-    from ..bench.temporal import parse_backends, parse_phrasing, run
+    from ..bench.temporal import LLM_BACKENDS, llm_endpoint, parse_backends, parse_phrasing, run
+    from ..config import Settings
 
     started = time.perf_counter()
+    endpoint = None
     with handle_errors():
         names = parse_backends(backends)
         phrasings = parse_phrasing(phrasing)
+        if any(n in LLM_BACKENDS for n in names):
+            env = Settings.from_env()
+            endpoint = llm_endpoint(llm_url or env.openai_base_url, llm_model or env.llm_model, env.openai_api_key)
     progress = err_console if as_json else console
-    with connected(run_worker=worker) as fab:
+    # The rules' columns are the rule validator's, even when an LLM endpoint is in the environment.
+    with connected(run_worker=worker, validator="rule") as fab:
         results = run(fab, quick=quick, seed=seed, backends=names, out=None, per_kind=per_kind,
-                      phrasings=phrasings, turns=turns, progress=lambda msg: progress.print(f"[dim]{msg}[/]"))
+                      phrasings=phrasings, turns=turns, progress=lambda msg: progress.print(f"[dim]{msg}[/]"),
+                      llm=endpoint)
     command = "fabric bench temporal" + (" --quick" if quick else "") + (f" --seed {seed}" if seed else "") + \
         (f" --per-kind {per_kind}" if per_kind else "") + (f" --backends {backends}" if backends != "all" else "") + \
         (f" --phrasing {phrasing}" if phrasing != "both" else "") + (f" --turns {turns}" if turns is not None else "")

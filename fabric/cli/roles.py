@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import typer
 from rich.table import Table
 
-from .app import JsonOpt, app, console, err_console, handle_errors, print_json
+from .app import JsonOpt, app, console, err_console, handle_errors, print_json, titled_table
 
 if TYPE_CHECKING:
     from ..db import Conn
@@ -58,9 +58,7 @@ def _password(password: Optional[str], from_stdin: bool) -> Optional[str]:
 
 
 def _table(infos, title: str) -> Table:
-    table = Table(title=title)
-    for col in ("role", "kind", "login", "orgs"):
-        table.add_column(col)
+    table = titled_table(title, ("role", "kind", "login", "orgs"))
     for i in infos:
         orgs = ", ".join(i.orgs) or ("every org, read-only" if i.kind == "analyst" else "none")
         table.add_row(i.name, i.kind, "yes" if i.login else "no", orgs)
@@ -124,6 +122,14 @@ def create_service(
     _show(info, "service role created", url, as_json)
 
 
+def _change_grants(change: Callable[..., Any], name: str, orgs: list[str], as_json: bool) -> None:
+    """Grant or revoke (`change`) orgs for a service role, then show its grants."""
+    with handle_errors():
+        with owner_connection() as (conn, _):
+            info = change(conn, name, orgs=orgs)
+    _show(info, f"grants of {name}", None, as_json)
+
+
 @roles_app.command("grant")
 def grant(name: str = typer.Argument(..., help="A service role."), orgs: list[str] = OrgsOpt,
           as_json: bool = JsonOpt) -> None:
@@ -133,10 +139,7 @@ def grant(name: str = typer.Argument(..., help="A service role."), orgs: list[st
     """
     from .. import roles
 
-    with handle_errors():
-        with owner_connection() as (conn, _):
-            info = roles.grant(conn, name, orgs=orgs)
-    _show(info, f"grants of {name}", None, as_json)
+    _change_grants(roles.grant, name, orgs, as_json)
 
 
 @roles_app.command("revoke")
@@ -148,10 +151,7 @@ def revoke(name: str = typer.Argument(..., help="A service role."), orgs: list[s
     """
     from .. import roles
 
-    with handle_errors():
-        with owner_connection() as (conn, _):
-            info = roles.revoke(conn, name, orgs=orgs)
-    _show(info, f"grants of {name}", None, as_json)
+    _change_grants(roles.revoke, name, orgs, as_json)
 
 
 @roles_app.command("list")

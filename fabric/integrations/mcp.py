@@ -20,7 +20,9 @@ import threading
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, AsyncIterator, Callable, Iterator, Literal, Mapping
+from typing import (
+    TYPE_CHECKING, Annotated, Any, AsyncIterator, Callable, Iterable, Iterator, Literal, Mapping, TypedDict,
+)
 from uuid import UUID
 
 import anyio
@@ -160,6 +162,20 @@ class FabricTools:
 
 
 
+class _AsOf(TypedDict):
+    valid_at: datetime | None
+    known_at: datetime | None
+
+
+def _as_of(valid_at: str | None, known_at: str | None) -> _AsOf:
+    """A read tool's two times, parsed: true in the world at valid_at, as the store knew it at known_at."""
+    return {"valid_at": parse_time("valid_at", valid_at), "known_at": parse_time("known_at", known_at)}
+
+
+def _memories(memories: Iterable[Memory]) -> dict[str, Any]:
+    return {"memories": [memory_json(m) for m in memories]}
+
+
 @contextmanager
 def tool_errors() -> Iterator[None]:
     """fabric's errors become tool errors the model can read (and act on); nothing else leaks."""
@@ -246,10 +262,8 @@ def build_server(tools: FabricTools, *, name: str = "fabric") -> MCPServer:
         include_superseded."""
         org = tools.org(ctx)
         with tool_errors():
-            hits = tools.fab.search(query, org=org, k=k, valid_at=parse_time("valid_at", valid_at),
-                                    known_at=parse_time("known_at", known_at),
-                                    include_superseded=include_superseded, context=context)
-            return {"memories": [memory_json(m) for m in hits]}
+            return _memories(tools.fab.search(query, org=org, k=k, include_superseded=include_superseded,
+                                              context=context, **_as_of(valid_at, known_at)))
 
     @server.tool(annotations=READ_ONLY)
     def current_value(
@@ -263,8 +277,7 @@ def build_server(tools: FabricTools, *, name: str = "fabric") -> MCPServer:
         similarity search. Use it to check whether a retrieved fact is stale."""
         org = tools.org(ctx)
         with tool_errors():
-            m = tools.fab.current_value(subject, relation, org=org, valid_at=parse_time("valid_at", valid_at),
-                                        known_at=parse_time("known_at", known_at))
+            m = tools.fab.current_value(subject, relation, org=org, **_as_of(valid_at, known_at))
             return {"found": m is not None, "memory": memory_json(m) if m else None}
 
     @server.tool(annotations=READ_ONLY)
@@ -273,7 +286,7 @@ def build_server(tools: FabricTools, *, name: str = "fabric") -> MCPServer:
         """The supersession chain through a memory, oldest first: every version of that fact."""
         org = tools.org(ctx)
         with tool_errors():
-            return {"memories": [memory_json(m) for m in tools.fab.history(memory_id, org=org)]}
+            return _memories(tools.fab.history(memory_id, org=org))
 
     @server.tool(annotations=READ_ONLY)
     def belief_state(
@@ -285,9 +298,8 @@ def build_server(tools: FabricTools, *, name: str = "fabric") -> MCPServer:
         """Everything the store held as true at valid_at, as known at known_at ("what did we know at T")."""
         org = tools.org(ctx)
         with tool_errors():
-            held = tools.fab.belief_state(org=org, valid_at=parse_time("valid_at", valid_at),
-                                          known_at=parse_time("known_at", known_at))
-            return {"memories": [memory_json(m) for m in held[:limit]], "total": len(held)}
+            held = tools.fab.belief_state(org=org, **_as_of(valid_at, known_at))
+            return {**_memories(held[:limit]), "total": len(held)}
 
     @server.tool(annotations=READ_ONLY)
     def walk_memory(
@@ -302,10 +314,8 @@ def build_server(tools: FabricTools, *, name: str = "fabric") -> MCPServer:
         versions (left out of the result unless include_superseded)."""
         org = tools.org(ctx)
         with tool_errors():
-            nodes = tools.fab.walk(root_id, org=org, max_depth=max_depth, include_superseded=include_superseded,
-                                   valid_at=parse_time("valid_at", valid_at),
-                                   known_at=parse_time("known_at", known_at))
-            return {"memories": [memory_json(m) for m in nodes]}
+            return _memories(tools.fab.walk(root_id, org=org, max_depth=max_depth,
+                                            include_superseded=include_superseded, **_as_of(valid_at, known_at)))
 
     @server.tool(annotations=DESTRUCTIVE)
     def retract_memory(

@@ -12,7 +12,9 @@ An invalidation the model is not sure of is not applied (Graphiti's users' top c
 invalidations): a contradiction_fork becomes a new_branch when the model's confidence is below
 ``min_fork_confidence``, when the subject it names for the new memory is another name than the
 target's (a name twin, a sister company), or when the value it names is already in the target
-(the same value under another attribute is not a correction). A duplicate whose subject names are
+(the same value under another attribute is not a correction), when the old value it names is not in
+the target or is the new value (a small model "corrects" a value the target never stated), or when the
+new sentence says outright that it adds a value ("also", "another"). A duplicate whose subject names are
 not in the target is a new branch too: refusing it would lose a fact. Both stay live instead, and
 the read-time safety net and an admin replay can still resolve them.
 
@@ -23,7 +25,8 @@ and its decision stands, with no request, when it rests on something it reads fo
 structured key, or the statements of both sentences (read by the lexicon or aligned,
 `RuleValidator.verdict`) comparing as the decided kind ("separate" for a new branch). Only the
 writes the rules cannot read go to the model: one request at most per write, and none for what the
-rules settle.
+rules settle. A "separate" reading that is only the alignment's similarity threshold on a reworded
+relation (same subject, one value swapped: `borderline`) is not sure either: the model is asked.
 
 Canonical keys: a text-only write the model placed gets the key the rules read in its sentence when
 they read one (the lexicon's relation name, or the name a neighbour already uses for it); a
@@ -47,7 +50,8 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ConfigurationError, ValidatorError
 from . import prompts
-from .facts import RELATIONS
+from .align import canonical, compare_aligned, read, relation_similarity
+from .facts import RELATIONS, compare, extract
 from .rules import RuleValidator, with_text_keys
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
 
@@ -297,7 +301,7 @@ class LLMValidator:
         kind, reason = ans.kind, (ans.reason or "").strip()[:500] or "(no reason given)"
         # a keyed write is about its own key; a text-only one about what the model read in it
         said = (write.subject, write.value) if write.keyed else (_clean(ans.subject), _clean(ans.value))
-        doubt = self._doubt(kind, confidence, *said, target)
+        doubt = self._doubt(kind, confidence, *said, target, write.content, _clean(ans.target_value))
         if doubt:
             log.info("llm decision not applied", extra={"action": "llm_unsure", "write_id": str(write.id),
                                                         "decision": kind, "doubt": doubt})
@@ -310,8 +314,12 @@ class LLMValidator:
                         _clean(ans.value))
 
     def _doubt(self, kind: str, confidence: float, subject: str | None, value: str | None,
-               target: Candidate | None) -> str | None:
-        """Why a destructive decision (an invalidation, or refusing the write) should not be applied."""
+               target: Candidate | None, content: str = "", target_value: str | None = None) -> str | None:
+        """Why a destructive decision (an invalidation, or refusing the write) should not be applied.
+
+        A correction must be one the model can point at: the old value it names is in the target and
+        differs from the new one (a small model "corrects" a guitar the target never mentioned), and the
+        new sentence does not say outright that it adds a value ("also", "another")."""
         if target is None or kind not in ("contradiction_fork", "duplicate"):
             return None
         target_words = set(words(target.content + " " + (target.subject or "")))
@@ -324,6 +332,14 @@ class LLMValidator:
             return f"confidence {confidence:.2f} below {self.min_fork_confidence:.2f}"
         if value and re.search(rf"\b{re.escape(normalise(value))}\b", normalise(target.content)):
             return f"the value {value!r} is already in the target: not a changed value"
+        if target_value is None:
+            return "no old value named"
+        if value and normalise(value) == normalise(target_value):
+            return f"the old value it names is the new one ({value!r}): not a changed value"
+        if not _stated_in(target_value, target.content):
+            return f"the old value it names ({target_value!r}) is not in the target"
+        if read(content).also and not read(target.content).also:
+            return "the new memory adds a value outright (also / another): it replaces none"
         return None
 
 
@@ -337,7 +353,7 @@ def rules_are_sure(rules: RuleValidator, write: IncomingWrite, candidates: Seque
         return True
     if decision.kind == "new_branch":
         near = [c for c in candidates if c.similarity >= near_similarity or c.key_match]
-        return bool(near) and all(rules.verdict(write, c) == "separate" for c in near)
+        return bool(near) and all(rules.verdict(write, c) == "separate" and not borderline(write, c) for c in near)
     target = next((c for c in candidates if c.id == decision.target_id), None)
     if target is None:
         return False
@@ -345,6 +361,21 @@ def rules_are_sure(rules: RuleValidator, write: IncomingWrite, candidates: Seque
     # in_time: a repeat valid from before the memory it repeats is kept as that fact's history
     history = verdict == "duplicate" and decision.kind == "contradiction_fork" and write.valid_from < target.valid_from
     return verdict == decision.kind or history
+
+
+def borderline(write: IncomingWrite, c: Candidate) -> bool:
+    """Is a "separate" reading only a threshold call? The alignment found the same subject with one value
+    swapped and the relation in other words, and calls it another attribute because the two masked
+    phrases' embeddings fall under its similarity bar ("ships for" / "shipping fee"): the rules cannot
+    tell a rewording from another attribute there, so the model is asked. A separate reading the
+    lexicon made itself, or one resting on names (a twin, a relative, another subject), stays sure."""
+    if write.keyed:
+        return False
+    new, old = extract(write.content, c.content), extract(c.content, write.content)
+    if new is not None and old is not None and compare(old, new) == "separate":
+        return False
+    aligned = compare_aligned(c.content, write.content, relation_similarity, c.similarity)
+    return aligned.verdict == "separate" and not aligned.veto and aligned.why.startswith("another relation")
 
 
 def text_key(write: IncomingWrite, decision: Decision, candidates: Sequence[Candidate], subject: str | None,
@@ -399,6 +430,18 @@ def _names(subject: str | None) -> list[str]:
 
 _COMMON = frozenset("the a an our their his her its my your this that of and in at on for to by with "
                     "ceo cfo cto coo vp chief executive officer head".split())
+
+
+def _stem(w: str) -> str:
+    return w[:5] if w.isalpha() else w
+
+
+def _stated_in(value: str, text: str) -> bool:
+    """Does the text state the value, give or take inflection ("Tuesday" / "Tuesdays") and the way a
+    number or time is written ("nine" / "9", "10am" / "10:00")? At least one of its telling words."""
+    have = {_stem(w) for w in words(canonical(text))}
+    telling = [w for w in words(canonical(value)) if w not in _COMMON and len(w) > 1 or w.isdigit()]
+    return any(_stem(w) in have for w in telling) if telling else True
 
 
 def _content_retry(kind: str, message: str, content: str, tokens: tuple[int, int] | None = None) -> _Retry:

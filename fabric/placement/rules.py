@@ -36,6 +36,7 @@ from difflib import SequenceMatcher
 from typing import Any, Sequence
 
 from .align import Aligned, clauses, compare_aligned, read, relation_similarity, single_key
+from .states import state
 from .facts import RELATIONS, Fact, _numeric, compare, extract, keyable, shared_relation, value_key
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
 
@@ -245,6 +246,15 @@ class RuleValidator:
     def _compare(self, c: Candidate, write: IncomingWrite) -> tuple[str, Statement | None]:
         """The lexicon's verdict where it reads both sentences; the alignment's where it does not, and the
         alignment's structural guards over the lexicon (a qualifier swapped, a relative, another unit)."""
+        was, now = state(c.content), state(write.content)
+        if was and now and was.attribute == now.attribute and was.value != now.value \
+                and (was.lower_case or now.lower_case):  # "Jonas Pike moved to Bergen": the lexicon's
+            qualified = was.qualifier and now.qualifier and was.qualifier != now.qualifier  # "in the morning"
+            if (was.read and now.read and was.subject == now.subject and not qualified and not negates(c.content)
+                    and not negates(write.content) and not read(write.content, c.content).also):
+                return "contradiction_fork", Statement(was.subject, was.attribute, was.value, now.value,
+                                                       "a state in words", False)
+            return "separate", None  # another holder ("her sister is vegan"), a noun ("vegan cakes"), "not"
         new, old = extract(write.content, c.content), extract(c.content, write.content)
         verdict = compare(old, new) if new is not None and old is not None else "unknown"
         if verdict == "separate":

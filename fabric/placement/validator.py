@@ -144,9 +144,13 @@ def states_same_attribute(write: IncomingWrite, c: Candidate) -> bool:
     """Does a text-only write state the same attribute of the same subject as a neighbour, however far
     apart their embeddings ("Ada Moreau reports to Jonathan Hale" / "Ada Moreau's manager is Priya Nair")?"""
     from .facts import extract, shared_relation
+    from .states import state
 
     if write.keyed:
         return False
+    was, now = state(c.content), state(write.content)  # "the user is vegan" / "the user is pescatarian now"
+    if was and now and was.read and now.read and was.attribute == now.attribute and was.subject == now.subject:
+        return True
     new, old = extract(write.content, c.content), extract(c.content, write.content)
     return new is not None and old is not None and not (new.loose or old.loose) \
         and new.subject_key == old.subject_key and shared_relation(old, new) is not None

@@ -16,7 +16,10 @@ that hold, so memories that do not qualify can neither take a slot nor skew a we
 
 The candidate list grows with the graph: `ef_search` is a floor, scaled by
 (vectors / 100k) ** 0.6 past 100k vectors in the index searched (100 -> ~400 at 1M), the recall
-measured by `fabric bench scale` (docs/performance.md).
+measured by `fabric bench scale` (docs/performance.md). An org with an HNSW index of its own (a
+partial index, fabric/read/indexes.py: `fabric index orgs`) is searched through it -- the planner
+picks it, as its predicate matches the statement's `org = ...` -- and the candidate list is sized
+from that index, the org's own count.
 
 Lexical scoring. A memory's lexical score is BM25's idf summed over the query terms it contains
 (its lexemes, normalised as `search_text` is, and adjacent pairs of them as phrases), with binary
@@ -40,6 +43,7 @@ the named terms matched and the order follows the score. A query in lower case n
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 import weakref
@@ -48,10 +52,12 @@ from typing import Any, Iterable
 
 import numpy as np
 import psycopg
+from psycopg import sql
 from psycopg.rows import tuple_row
 
 from ..placement.facts import value_key
 from ..sql import q
+from .indexes import org_index_name
 from .intent import read_question
 
 MODES = ("hybrid", "vector", "lexical")
@@ -140,6 +146,37 @@ def statement_for(mode: str, iterative: bool = False, current: bool = False) -> 
     return VECTOR_CURRENT_SQL if current else VECTOR_AT_SQL
 
 
+# The `search` parameters a current-state fused search writes into its statement as literals: the
+# org (so a plan can match the org's partial HNSW index, `WHERE org = '...'`, and estimate the org's
+# own size) and the sizes and switches (a generic plan of `LIMIT $n` assumes 10% of the rows).
+GENERIC_LITERALS = ("org", "mode", "current", "k", "pool", "scan_limit", "df_cap", "common_df", "rrf_k")
+
+
+def uses_generic_plan(params: dict[str, Any]) -> bool:
+    """A current-state hybrid or lexical search reuses one plan per org and sizes (generic_statement):
+    planning the 12-CTE statement was ~1/4 of its server CPU. Vector and time-travel reads are planned
+    for their values every time (see session_settings)."""
+    return params["mode"] != "vector" and params["current"]
+
+
+@functools.lru_cache(maxsize=256)
+def _with_literals(statement: str, values: tuple[tuple[str, Any], ...]) -> str:
+    for name, value in values:
+        # A literal's own percent signs are doubled: the statement still goes through psycopg's
+        # placeholder parsing (an org may be named "50% %(text)s").
+        literal = sql.Literal(value).as_string(None).replace("%", "%%")
+        statement = statement.replace(f"%({name})s", literal)
+    return statement
+
+
+def generic_statement(statement: str, params: dict[str, Any]) -> str:
+    """`statement` with the GENERIC_LITERALS of `params` written in as SQL literals: one text per org and
+    sizes, which psycopg prepares on the server after a few runs; with plan_cache_mode
+    force_generic_plan the server then plans it once, not on every search. At 100k memories (large
+    org): server CPU p50 5.4 -> 4.8 ms, the same rows (docs/performance.md)."""
+    return _with_literals(statement, tuple((n, params[n]) for n in GENERIC_LITERALS))
+
+
 def fallback_for(statement: str, rows: list[Any], params: dict[str, Any]) -> str | None:
     """The statement to run next when an index-scan-only statement came up short of k rows: the full
     search_vector, whose exact scan answers. None when the rows are the answer."""
@@ -152,9 +189,10 @@ SELECT set_config('hnsw.ef_search',
                   greatest(%(ef)s, least(1000, round(%(ef)s * power(greatest(i.reltuples, 0) / 100000.0, 0.6))))
                   ::int::text, true),
        set_config('jit', 'off', true),
-       set_config('plan_cache_mode', 'force_custom_plan', true),
+       set_config('plan_cache_mode', %(plan_cache_mode)s, true),
        set_config('max_parallel_workers_per_gather', '0', true)
-FROM (SELECT coalesce((SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(index)s)), 0) AS reltuples) i"""
+FROM (SELECT coalesce((SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(org_index)s)),
+                      (SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(index)s)), 0) AS reltuples) i"""
 _ITERATIVE_SQL = "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)"
 _PGVECTOR_SQL = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
 
@@ -181,17 +219,22 @@ async def apgvector_version(conn: psycopg.AsyncConnection) -> tuple[int, ...]:
     return _pgvector_versions[conn]
 
 
-def session_settings(*, ef_search: int, iterative: bool = False, index: str = ALL_INDEX
-                     ) -> list[tuple[str, Any]]:
+def session_settings(*, ef_search: int, iterative: bool = False, index: str = ALL_INDEX,
+                     org_index: str | None = None, generic: bool = False) -> list[tuple[str, Any]]:
     """Transaction-local settings a search runs with: the HNSW candidate list (ef_search, scaled up
-    with the size of `index`); an iterative index scan when pgvector has one (`iterative`: see
+    with the size of the index searched: `org_index`, the org's own partial index when it exists
+    (fabric/read/indexes.py), else the shared `index`); an iterative index scan when pgvector has one (`iterative`: see
     pgvector_version); no JIT (compiling a plan costs more than running a search); and a plan made for
     the actual parameters every time: a generic plan of `search_vector` (which psycopg's automatic
     preparation lets the server pick after a few runs) was measured at ~370 ms against ~17 ms for the
-    custom one at 100k memories -- planned for an unknown k, it joins through sequential scans."""
+    custom one at 100k memories -- planned for an unknown k, it joins through sequential scans.
+    `generic`: the statement carries its org and sizes as literals (`generic_statement`), so the plan
+    the server keeps for it is the one to reuse."""
     # No parallel workers: the exact-scan branch would start them on every query even when its
     # one-time filter skips it (~18 ms at 1M; docs/performance.md).
-    settings: list[tuple[str, Any]] = [(_SETTINGS_SQL, {"ef": ef_search, "index": index})]
+    settings: list[tuple[str, Any]] = [(_SETTINGS_SQL, {
+        "ef": ef_search, "index": index, "org_index": org_index,
+        "plan_cache_mode": "force_generic_plan" if generic else "force_custom_plan"})]
     if iterative:
         # relaxed_order: the statements re-sort the rows by distance themselves.
         settings.append((_ITERATIVE_SQL, None))
@@ -208,8 +251,11 @@ def search_settings(params: dict[str, Any], *, ef_search: int, iterative: bool) 
         # filter, which keeps ~40% of a shared graph's candidates: visit 8x the pool or the exact
         # fallback runs on every query of a large org (measured at 100k: p50 433 -> 69 ms).
         ef = min(1000, max(ef_search, 8 * params["pool"]))
+    table = "current_embeddings" if params["current"] else "memories"
     return session_settings(ef_search=ef, iterative=iterative,
-                            index=CURRENT_INDEX if params["current"] else ALL_INDEX)
+                            index=CURRENT_INDEX if params["current"] else ALL_INDEX,
+                            org_index="fabric." + org_index_name(table, params["org"]),
+                            generic=uses_generic_plan(params))
 
 
 def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray | None, mode: str, k: int,
@@ -278,8 +324,10 @@ def search_plan(*, org: str, text: str, vector: np.ndarray | None, mode: str, k:
                            known_at=known_at, include_superseded=include_superseded, live_only=live_only,
                            pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix,
                            current=current)
-    return (search_settings(params, ef_search=ef_search, iterative=iterative),
-            statement_for(mode, iterative, params["current"]), params)
+    statement = statement_for(mode, iterative, params["current"])
+    if uses_generic_plan(params):
+        statement = generic_statement(statement, params)
+    return search_settings(params, ef_search=ef_search, iterative=iterative), statement, params
 
 
 def search_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -210,3 +210,30 @@ WHERE org = %(org)s AND superseded_by = ANY(%(ids)s) AND expired_at IS NULL
 -- A memory's current version (to carry an ended valid time over a replay).
 SELECT valid_from, valid_to, state, superseded_by FROM fabric.memory_versions
 WHERE org = %(org)s AND memory_id = %(memory_id)s AND expired_at IS NULL
+
+-- name: org_index_candidates
+-- The orgs that get HNSW indexes of their own (fabric/read/indexes.py): at least min_rows memories,
+-- and at most max_share of all memories.
+SELECT org
+FROM fabric.memories
+GROUP BY org
+HAVING count(*) >= %(min_rows)s
+   AND count(*) <= %(max_share)s * (SELECT count(*) FROM fabric.memories)
+ORDER BY org
+
+-- name: org_indexes
+-- The per-org HNSW indexes that exist (fabric/read/indexes.py names them
+-- ix_current_embeddings_embedding_org_<16 hex> / ix_memories_embedding_org_<16 hex>), with their
+-- predicate (which org), size in rows (as of the build or the last ANALYZE) and bytes. Only partial
+-- HNSW indexes with such a name: `fabric index orgs` drops what this returns and no org needs.
+SELECT c.relname AS name, t.relname AS table_name, pg_get_expr(i.indpred, i.indrelid) AS predicate,
+       greatest(c.reltuples, 0)::bigint AS rows, pg_relation_size(c.oid) AS bytes,
+       i.indisvalid AS valid   -- false: a CONCURRENTLY build that failed half way
+FROM pg_index i
+JOIN pg_class c ON c.oid = i.indexrelid
+JOIN pg_class t ON t.oid = i.indrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_am a ON a.oid = c.relam
+WHERE n.nspname = 'fabric' AND a.amname = 'hnsw' AND i.indpred IS NOT NULL
+  AND c.relname ~ '^ix_(current_embeddings|memories)_embedding_org_[0-9a-f]{16}$'
+ORDER BY c.relname

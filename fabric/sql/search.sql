@@ -16,7 +16,7 @@
 -- attribute_relations, attribute_words, question_words, attribute_weight: the attribute the question
 -- asks about, its words, and all its words (fabric/read/intent.py); the weight of a memory that
 -- states it (see `asked`).
--- The vector leg is the one in search_vector (keep the two in step).
+-- The vector leg (ann, qualifying, nearest) is the fragment vector_leg, shared with search_vector.
 WITH
 -- ---------------------------------------------------------------- lexical leg
 qlex AS (   -- the query's lexemes, normalised as search_text is ('english'), with their positions
@@ -47,14 +47,9 @@ postings AS MATERIALIZED (   -- each term's memories that hold (GIN index on org
     FROM terms t
     CROSS JOIN LATERAL (
         SELECT m.id, (SELECT count(*) FROM named n WHERE m.search_text @@ n.tq) AS names
-        FROM fabric.memories m
-        JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-        WHERE t.org_df < %(common_df)s
-          AND m.org = %(org)s AND ARRAY[m.org] @> ARRAY[%(org)s]::text[] AND m.search_text @@ t.tq
-          AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                               %(valid_at)s, %(known_at)s, %(include_superseded)s)
-          AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
-          AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
+        {{memories_that_hold}}
+          AND t.org_df < %(common_df)s
+          AND ARRAY[m.org] @> ARRAY[%(org)s]::text[] AND m.search_text @@ t.tq
         LIMIT %(df_cap)s) p
 ),
 weights AS MATERIALIZED (   -- BM25's idf over the memories that hold (N, df counted up to df_cap): the
@@ -64,10 +59,7 @@ weights AS MATERIALIZED (   -- BM25's idf over the memories that hold (N, df cou
     FROM postings p
     CROSS JOIN (SELECT count(*) AS n
                 FROM (SELECT 1 FROM fabric.memory_versions v
-                      WHERE v.org = %(org)s
-                        AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                                             %(valid_at)s, %(known_at)s, %(include_superseded)s)
-                        AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+                      WHERE v.org = %(org)s AND {{version_holds}}
                       -- in key order: the org's own rows through the primary key (a seq scan would
                       -- read past every other org's rows before it met this one's)
                       ORDER BY v.memory_id
@@ -88,53 +80,11 @@ lex_leg AS (   -- every memory here holds: rank them all, then cut
     LIMIT %(pool)s
 ),
 -- ---------------------------------------------------------------- vector leg
-ann AS MATERIALIZED (   -- the HNSW index scan (see search_vector); may come up short
-    (SELECT n.id, n.distance
-     FROM (SELECT c.memory_id AS id, c.embedding <=> %(q)s::vector AS distance
-           FROM fabric.current_embeddings c
-           WHERE %(current)s AND %(mode)s = 'hybrid' AND c.org = %(org)s
-             AND (%(subject_prefix)s::text IS NULL
-                  OR EXISTS (SELECT 1 FROM fabric.memories m WHERE m.org = c.org AND m.id = c.memory_id
-                             AND fabric_api.under(m.subject, %(subject_prefix)s)))
-           ORDER BY c.embedding <=> %(q)s::vector
-           LIMIT %(scan_limit)s) n
-     JOIN fabric.memory_versions v ON v.org = %(org)s AND v.memory_id = n.id
-     WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
-       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
-     ORDER BY n.distance
-     LIMIT %(pool)s)
-  UNION ALL
-    (SELECT m.id, m.embedding <=> %(q)s::vector AS distance
-     FROM fabric.memories m
-     JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-     WHERE NOT %(current)s AND %(mode)s = 'hybrid' AND m.org = %(org)s
-       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
-       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
-       AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
-     ORDER BY m.embedding <=> %(q)s::vector
-     LIMIT %(pool)s)
-),
-qualifying AS MATERIALIZED (   -- the exact scan, run only when the index scan came up short
-    SELECT m.id, m.embedding <=> %(q)s::vector AS distance
-    FROM fabric.memories m
-    JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-    WHERE m.org = %(org)s AND %(mode)s = 'hybrid'
-      AND (SELECT count(*) FROM ann) < %(pool)s
-      AND (NOT %(current)s OR EXISTS (SELECT 1 FROM fabric.current_embeddings c
-                                      WHERE c.org = m.org AND c.memory_id = m.id))
-      AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                           %(valid_at)s, %(known_at)s, %(include_superseded)s)
-      AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
-      AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
-),
+{{vector_leg}},
 vec_leg AS (
     SELECT s.id, s.distance, row_number() OVER (ORDER BY s.distance, s.id) AS vec_rank,
            (SELECT count(*) FROM named n WHERE m.search_text @@ n.tq) AS names
-    FROM (SELECT id, distance FROM ann WHERE (SELECT count(*) FROM ann) >= %(pool)s
-          UNION ALL
-          (SELECT id, distance FROM qualifying ORDER BY distance, id LIMIT %(pool)s)) s
+    FROM nearest s
     JOIN fabric.memories m ON m.org = %(org)s AND m.id = s.id
 ),
 -- ---------------------------------------------------------------- fusion
@@ -199,9 +149,7 @@ SELECT m.id, m.org, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.rel
 FROM top t
 JOIN fabric.memories m ON m.org = %(org)s AND m.id = t.id
 JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                       %(valid_at)s, %(known_at)s, %(include_superseded)s)
-  AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+WHERE {{version_holds}}
 ORDER BY t.score DESC, t.vec_rank, t.id
 
 -- name: search_vector
@@ -211,61 +159,13 @@ ORDER BY t.score DESC, t.vec_rank, t.id
 -- of every memory, fabric.memories. With pgvector >= 0.8 the scan is iterative (fabric/read/search.py
 -- sets hnsw.iterative_scan): it keeps going until k rows pass the WHERE. With an older pgvector, or when
 -- the iterative scan gives up, it returns fewer than k rows that qualify and the exact scan over every
--- qualifying memory answers instead. score = cosine similarity. Parameters as in `search` (k = pool),
--- plus current.
--- The current-state scan takes scan_limit (2k) candidates of the org, then the time filter: nearly
--- every row of current_embeddings holds now (the few that do not: a valid time ended since the
--- memory's last change, or one that starts in the future), and with the filter outside the scan the
--- planner estimates the org's share alone. Inside it, the join to memory_versions was estimated to
--- keep ~3 in 100 of the org's rows (each key column's selectivity multiplied), which made the exact
--- sort of a 4-percent org look cheaper than the index: 7.0 -> 1.8 ms of CPU at 100k memories (k 10).
+-- qualifying memory answers instead. score = cosine similarity. Parameters as in `search` (pool = k
+-- in vector mode), plus current.
 WITH
-ann AS MATERIALIZED (   -- the index scan: one branch runs, the other's one-time filter is false
-    (SELECT n.id, n.distance   -- current state: the scan, then the time filter on its candidates
-     FROM (SELECT c.memory_id AS id, c.embedding <=> %(q)s::vector AS distance
-           FROM fabric.current_embeddings c
-           WHERE %(current)s AND c.org = %(org)s
-             AND (%(subject_prefix)s::text IS NULL
-                  OR EXISTS (SELECT 1 FROM fabric.memories m WHERE m.org = c.org AND m.id = c.memory_id
-                             AND fabric_api.under(m.subject, %(subject_prefix)s)))
-           ORDER BY c.embedding <=> %(q)s::vector
-           LIMIT %(scan_limit)s) n
-     JOIN fabric.memory_versions v ON v.org = %(org)s AND v.memory_id = n.id
-     WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
-       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
-     ORDER BY n.distance
-     LIMIT %(k)s)
-  UNION ALL
-    (SELECT m.id, m.embedding <=> %(q)s::vector AS distance
-     FROM fabric.memories m
-     JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-     WHERE NOT %(current)s AND m.org = %(org)s
-       AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                            %(valid_at)s, %(known_at)s, %(include_superseded)s)
-       AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
-       AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
-     ORDER BY m.embedding <=> %(q)s::vector
-     LIMIT %(k)s)
-),
-qualifying AS MATERIALIZED (   -- the exact scan, run only when the index scan came up short
-    SELECT m.id, m.embedding <=> %(q)s::vector AS distance
-    FROM fabric.memories m
-    JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-    WHERE m.org = %(org)s
-      AND (SELECT count(*) FROM ann) < %(k)s
-      AND (NOT %(current)s OR EXISTS (SELECT 1 FROM fabric.current_embeddings c
-                                      WHERE c.org = m.org AND c.memory_id = m.id))
-      AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                           %(valid_at)s, %(known_at)s, %(include_superseded)s)
-      AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
-      AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
-),
+{{vector_leg}},
 top AS (   -- re-sorted: a relaxed-order iterative scan may return its rows slightly out of order
     SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS vec_rank
-    FROM (SELECT id, distance FROM ann WHERE (SELECT count(*) FROM ann) >= %(k)s
-          UNION ALL
-          (SELECT id, distance FROM qualifying ORDER BY distance, id LIMIT %(k)s)) s
+    FROM nearest
 )
 SELECT m.id, m.org, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.relation, m.value,
        v.valid_from, v.valid_to, v.recorded_at, v.expired_at, v.superseded_by, m.placement,
@@ -275,15 +175,14 @@ SELECT m.id, m.org, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.rel
 FROM top t
 JOIN fabric.memories m ON m.org = %(org)s AND m.id = t.id
 JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                       %(valid_at)s, %(known_at)s, %(include_superseded)s)
-  AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+WHERE {{version_holds}}
 ORDER BY t.vec_rank
+LIMIT %(k)s
 
 -- name: search_vector_current
 -- Vector retrieval through the index scan alone, current state (the common case, pgvector >= 0.8):
 -- the k memories nearest to the query that hold now, with their rows. The scan takes scan_limit (2k)
--- candidates of the org from fabric.current_embeddings, then the time filter (see search_vector). It
+-- candidates of the org from fabric.current_embeddings, then the time filter (see current_scan). It
 -- returns fewer than k rows when the scan gave up, more than k of the candidates do not hold, or fewer
 -- than k memories qualify; fabric/read/search.py then runs search_vector, whose exact scan answers.
 -- One branch and no exact-scan branch: at ~1.5 ms of execution, planning search_vector (0.94 ms at
@@ -293,19 +192,10 @@ SELECT m.id, m.org, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.rel
        m.source, m.kind, m.durability, m.metadata, v.version, v.state, v.decision_id,
        1 - n.distance AS score, row_number() OVER (ORDER BY n.distance, n.id) AS vector_rank,
        NULL::bigint AS lexical_rank, 0::bigint AS named_matches
-FROM (SELECT c.memory_id AS id, c.embedding <=> %(q)s::vector AS distance
-      FROM fabric.current_embeddings c
-      WHERE c.org = %(org)s
-        AND (%(subject_prefix)s::text IS NULL
-             OR EXISTS (SELECT 1 FROM fabric.memories s WHERE s.org = c.org AND s.id = c.memory_id
-                        AND fabric_api.under(s.subject, %(subject_prefix)s)))
-      ORDER BY c.embedding <=> %(q)s::vector
-      LIMIT %(scan_limit)s) n
+FROM {{current_scan}} n
 JOIN fabric.memory_versions v ON v.org = %(org)s AND v.memory_id = n.id
 JOIN fabric.memories m ON m.org = %(org)s AND m.id = n.id
-WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                       %(valid_at)s, %(known_at)s, %(include_superseded)s)
-  AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
+WHERE {{version_holds}}
 ORDER BY vector_rank
 LIMIT %(k)s
 
@@ -323,44 +213,86 @@ FROM (SELECT m.id, m.org, m.parent_id, m.root_id, m.depth, m.content, m.subject,
              v.valid_from, v.valid_to, v.recorded_at, v.expired_at, v.superseded_by, m.placement,
              m.source, m.kind, m.durability, m.metadata, v.version, v.state, v.decision_id,
              m.embedding <=> %(q)s::vector AS distance
-      FROM fabric.memories m
-      JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-      WHERE m.org = %(org)s
-        AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                             %(valid_at)s, %(known_at)s, %(include_superseded)s)
-        AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
-        AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
+      {{memories_that_hold}}
       ORDER BY m.embedding <=> %(q)s::vector
       LIMIT %(k)s) a
 ORDER BY vector_rank
 
 -- name: search_vector_ann
 -- The vector leg's index scan on its own (for EXPLAIN, tests and the benchmark's fallback count): the
--- k nearest memories that hold, as the HNSW scan finds them (the `ann` of search_vector). It can
--- return fewer than k rows; the search statements then fall back to an exact scan.
-(SELECT n.id, m.content, n.distance
- FROM (SELECT c.memory_id AS id, c.embedding <=> %(q)s::vector AS distance
-       FROM fabric.current_embeddings c
-       WHERE %(current)s AND c.org = %(org)s
-       ORDER BY c.embedding <=> %(q)s::vector
-       LIMIT %(scan_limit)s) n
- JOIN fabric.memories m ON m.org = %(org)s AND m.id = n.id
- JOIN fabric.memory_versions v ON v.org = %(org)s AND v.memory_id = n.id
- WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                        %(valid_at)s, %(known_at)s, %(include_superseded)s)
-   AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
- ORDER BY n.distance
- LIMIT %(k)s)
-UNION ALL
-(SELECT m.id, m.content, m.embedding <=> %(q)s::vector AS distance
- FROM fabric.memories m
- JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
- WHERE NOT %(current)s AND m.org = %(org)s
-   AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                        %(valid_at)s, %(known_at)s, %(include_superseded)s)
-   AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live'))
- ORDER BY m.embedding <=> %(q)s::vector
- LIMIT %(k)s)
+-- pool nearest memories that hold, as the HNSW scan finds them (`ann`). It can return fewer than pool
+-- rows; the search statements then fall back to the exact scan. Parameters as in search_vector.
+WITH
+{{vector_leg}}
+SELECT a.id, m.content, a.distance
+FROM ann a
+JOIN fabric.memories m ON m.org = %(org)s AND m.id = a.id
+
+-- fragment: version_holds
+-- The version v holds at (valid_at, known_at) (fabric_api.holds); with live_only, it is also believed
+-- now and live.
+(fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+                  %(valid_at)s, %(known_at)s, %(include_superseded)s)
+ AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live')))
+
+-- fragment: memories_that_hold
+-- The org's memories m whose version v holds (version_holds), within subject_prefix when one is given
+-- (fabric_api.under, migration 0004). A FROM ... WHERE: a query adds its own conditions after it.
+FROM fabric.memories m
+JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+WHERE m.org = %(org)s AND {{version_holds}}
+  AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
+
+-- fragment: current_scan
+-- The current-state index scan: scan_limit candidates of the org from fabric.current_embeddings' HNSW
+-- index (the org's own partial index when it has one: fabric/read/indexes.py), nearest first; the
+-- caller joins memory_versions and applies the time filter after it. Nearly every row there holds
+-- now (the few that do not: a valid time ended since the memory's last change, or one that starts in
+-- the future), and with the filter outside the scan the planner estimates the org's share alone.
+-- Inside it, the join to memory_versions was estimated to keep ~3 in 100 of the org's rows (each key
+-- column's selectivity multiplied), which made the exact sort of a 4-percent org look cheaper than
+-- the index: 7.0 -> 1.8 ms of CPU at 100k memories (k 10).
+(SELECT c.memory_id AS id, c.embedding <=> %(q)s::vector AS distance
+ FROM fabric.current_embeddings c
+ WHERE c.org = %(org)s
+   AND (%(subject_prefix)s::text IS NULL
+        OR EXISTS (SELECT 1 FROM fabric.memories s WHERE s.org = c.org AND s.id = c.memory_id
+                   AND fabric_api.under(s.subject, %(subject_prefix)s)))
+ ORDER BY c.embedding <=> %(q)s::vector
+ LIMIT %(scan_limit)s)
+
+-- fragment: vector_leg
+-- The vector leg of search and search_vector, three CTEs: `ann`, the HNSW index scan (one branch
+-- runs: current state or time travel; the other's one-time filter is false, and both are off in
+-- lexical mode, where q is NULL); `qualifying`, the exact scan over every memory that qualifies, run
+-- only when the index scan came up short of pool rows; `nearest`, whichever of the two answers.
+ann AS MATERIALIZED (
+    (SELECT n.id, n.distance   -- current state: the scan, then the time filter on its candidates
+     FROM {{current_scan}} n
+     JOIN fabric.memory_versions v ON v.org = %(org)s AND v.memory_id = n.id
+     WHERE %(current)s AND %(mode)s <> 'lexical' AND {{version_holds}}
+     ORDER BY n.distance
+     LIMIT %(pool)s)
+  UNION ALL
+    (SELECT m.id, m.embedding <=> %(q)s::vector AS distance   -- time travel: the filter in the scan
+     {{memories_that_hold}}
+       AND NOT %(current)s AND %(mode)s <> 'lexical'
+     ORDER BY m.embedding <=> %(q)s::vector
+     LIMIT %(pool)s)
+),
+qualifying AS MATERIALIZED (
+    SELECT m.id, m.embedding <=> %(q)s::vector AS distance
+    {{memories_that_hold}}
+      AND %(mode)s <> 'lexical'
+      AND (SELECT count(*) FROM ann) < %(pool)s
+      AND (NOT %(current)s OR EXISTS (SELECT 1 FROM fabric.current_embeddings c
+                                      WHERE c.org = m.org AND c.memory_id = m.id))
+),
+nearest AS (
+    SELECT id, distance FROM ann WHERE (SELECT count(*) FROM ann) >= %(pool)s
+  UNION ALL
+    (SELECT id, distance FROM qualifying ORDER BY distance, id LIMIT %(pool)s)
+)
 
 -- name: search_context
 -- Branch context for many hits at once: for each hit, up to n neighbours on its branch (its parent

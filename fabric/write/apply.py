@@ -26,6 +26,7 @@ from ..placement.facts import text_key
 from ..placement.intervals import Revision
 from ..placement.tree import NodePlan, chain_lookup, chain_of, plan
 from ..placement.validator import Candidate, Decision, IncomingWrite, Validator, check_decision, pregate
+from ..read.indexes import org_index_name
 from ..read.search import (CURRENT_INDEX, ITERATIVE_SCAN_SINCE, VECTOR_SQL, pgvector_version, search_params,
                            session_settings)
 from ..sql import q
@@ -110,6 +111,7 @@ def gather_batch(conn: Conn, writes: Sequence[IncomingWrite], embeddings: np.nda
     vectors = list(embeddings)
     want = k + SPARE_NEIGHBOURS
     current = session_settings(ef_search=max(ef_search, want), index=CURRENT_INDEX,
+                               org_index="fabric." + org_index_name("current_embeddings", org),
                                iterative=pgvector_version(conn) >= ITERATIVE_SCAN_SINCE)
     with conn.pipeline():
         for stmt, args in current if settings else ():

@@ -36,7 +36,7 @@ def reconcile(pool: ConnectionPool[Any], conn: redis.Redis, queue: Queue, settin
             jobs.append((fq.new_job_id(), org, ids[start:start + settings.embed_batch_size]))
     if jobs:
         # At the front: these writes have waited longest (a worker died with them, or Redis lost them).
-        fq.enqueue_jobs(queue, jobs, timeout=settings.job_timeout, retries=settings.job_retries, at_front=True)
+        fq.enqueue_jobs(queue, jobs, timeout=settings.job_timeout_for, retries=settings.job_retries, at_front=True)
         # Point the writes at their new jobs so the next pass sees them as on their way.
         with pool.connection() as pg:
             with pg.cursor() as cur:

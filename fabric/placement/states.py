@@ -1,0 +1,99 @@
+"""States told in lower-case words: a closed list of values per attribute ("vegetarian" / "vegan",
+"on hold" / "in active development"). The lexicon in facts.py reads values that are names or
+figures; these values are ordinary words, so each attribute lists the words that can hold it.
+A subject holds one state of an attribute at a time, so another state of the same subject is a
+correction; a state of someone or something else ("her sister is vegan", "sells vegan cakes")
+is another fact."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# attribute -> (value, the words that state it). One value per subject at a time.
+_STATES: dict[str, tuple[tuple[str, str], ...]] = {
+    "diet": (
+        ("vegan", r"vegan"),
+        ("vegetarian", r"vegetarian|veggie"),
+        ("pescatarian", r"pesc[ae]tarian"),
+        ("omnivore", r"omnivore|omnivorous"),
+    ),
+    "status": (
+        ("on hold", r"on hold|paused|on ice|shelved|frozen|suspended|stalled"),
+        ("active", r"(?:in|under) (?:active )?development|actively developed|active|resumed|restarted|unpaused"
+                   r"|underway|under way|in progress|back on track"),
+        ("cancelled", r"cancell?ed|scrapped|killed|abandoned|discontinued"),
+        ("done", r"completed|finished|shipped|wrapped up"),
+    ),
+    # only as a preference: "likes tea" beside "likes coffee" is two likes, "prefers" picks one
+    "drink": (("tea", r"tea"), ("coffee", r"coffee"), ("hot chocolate", r"hot chocolate")),
+}
+_ONLY_WITH = {"drink": re.compile(r"\bprefer(?:s|red)?\b")}
+_PATTERNS = {attr: [(value, re.compile(r"\b(?:" + words + r")\b")) for value, words in values]
+             for attr, values in _STATES.items()}
+
+# Words between the subject and its state that say nothing of who holds it: "Nikhil Rao went fully
+# vegan", "Project Wren has been put on hold", "the user is on a vegetarian diet".
+_FILLER = frozenset("""the a an is are am was were be been being has have had become became becomes went gone go
+goes turned turns turn got gets get now fully completely entirely strictly back put officially finally again still
+currently actually since on to switched switches moved mostly eats eat follows follow keeps keep stays stay
+remains remain prefers prefer preferred""".split())
+# What may follow the state: the end, a time, or the attribute's own noun ("a vegan diet").
+_AFTER = frozenset("""now again in since last this until till for from after as these at anymore today recently
+diet lately""".split())
+# Time words that qualify nothing: what else follows the state is a qualifier ("tea in the morning").
+_NOW = frozenset("now again these days anymore any more lately today recently instead nowadays actually diet".split())
+# A state held once, or asked about, is not the subject's state now.
+_THEN = re.compile(r"\b(?:used to|formerly|previously|once|until(?! further notice)|till|back then|years ago"
+                   r"|growing up|in (?:college|school)|at university|as an? (?:kid|child|teen|teenager|student)"
+                   r"|when (?:he|she|they|i|we) (?:was|were))\b|\?")
+_NEGATED = re.compile(r"\b(?:not|never|no longer)\b|n['’]t\b")
+_ATTR_NOUNS = re.compile(r"(?:['’]s)?\s+\b(?:diet|status)\b")
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    attribute: str
+    value: str
+    subject: str          # the words before the state, fillers dropped ("nikhil rao", "project kite")
+    read: bool            # of the subject alone, as of now (no noun after it, no other verb, no 'used to')
+    qualifier: str = ""   # the words after it ("in the morning"), time words of now dropped
+    lower_case: bool = True  # an open value (a town) the lexicon cannot read: written in lower case
+
+
+# A home town written in lower case ("i moved to leeds"): the lexicon (facts.py) reads a place only
+# by its capital, so a chat typed in lower case is read here, by the verb, one word after it.
+_HOME = re.compile(r"\b(?:live|lives|living|based|settled|relocated|moved)\s+(?:in|to)\s+([\w-]+)")
+_NOT_PLACE = frozenset("""the a an my his her their our your this that new another same different other town city
+country house flat apartment home area suburbs countryside village abroad there here with
+sales marketing engineering support finance legal ops operations product design research management remote nights
+days mornings evenings weekends python rust go java vim emacs linux mac windows android iphone it hr""".split())
+
+
+def state(text: str) -> State | None:
+    """The one state the sentence tells, if it tells a state of one attribute; None if none, or two."""
+    text = re.sub(r"\b([iI])['’]m ", r"\1 am ", text)
+    homes = list(_HOME.finditer(text))
+    if len(homes) == 1 and homes[0].group(1).lower() not in _NOT_PLACE:
+        m, low = homes[0], text.lower()
+        before = re.findall(r"[\w'’-]+", low[:m.start()])
+        subject = " ".join(w for w in before if w not in _FILLER)
+        after = re.findall(r"[\w'’-]+", low[m.end():])
+        read = bool(subject) and (not after or after[0] in _AFTER) and not _THEN.search(low) \
+            and not _NEGATED.search(low)
+        return State("home", m.group(1).lower(), subject, read, " ".join(w for w in after if w not in _NOW),
+                     lower_case=m.group(1).islower())
+    low = _ATTR_NOUNS.sub("", text.lower())
+    for attr, patterns in _PATTERNS.items():
+        found = [(value, m) for value, p in patterns for m in p.finditer(low)]
+        if not found or (attr in _ONLY_WITH and not _ONLY_WITH[attr].search(low)):
+            continue
+        if len({value for value, _ in found}) > 1:
+            return None  # "paused for the holidays, but … active": which one is the subject's?
+        value, m = min(found, key=lambda f: f[1].start())
+        before = re.findall(r"[\w'’-]+", low[:m.start()])
+        subject = " ".join(w for w in before if w not in _FILLER)
+        after = re.findall(r"[\w'’-]+", low[m.end():])
+        read = bool(subject) and (not after or after[0] in _AFTER) and not _THEN.search(low)
+        return State(attr, value, subject, read, " ".join(w for w in after if w not in _NOW))
+    return None

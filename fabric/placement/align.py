@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from functools import lru_cache
@@ -907,15 +908,45 @@ _embedder = None
 _embedder_lock = threading.Lock()
 
 
-_vectors: dict[str, np.ndarray] = {}  # per phrase, for the process (bounded below)
-_MAX_PHRASES = 65536
+class PhraseVectors:
+    """A sized LRU of phrase vectors. Each row is copied out of its batch, so evicting one frees it (a row
+    view would keep its whole batch alive). A worker asks for ~190 new phrases per 1,000 placements."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._rows: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, phrase: str) -> bool:
+        return phrase in self._rows
+
+    def get(self, phrase: str) -> np.ndarray:
+        self._rows.move_to_end(phrase)
+        return self._rows[phrase]
+
+    def put(self, phrases: list[str], vectors: np.ndarray) -> dict[str, np.ndarray]:
+        """Adds the rows (the least recently used go past `maxsize`); returns them by phrase."""
+        rows = {p: np.array(v, copy=True) for p, v in zip(phrases, vectors)}
+        for p, v in rows.items():
+            self._rows[p] = v
+            self._rows.move_to_end(p)
+        while len(self._rows) > self.maxsize:
+            self._rows.popitem(last=False)
+        return rows
+
+
+# 16,384 phrases of 384 float32 are ~30 MB (was: 65,536, cleared all at once, ~115 MB before it levelled)
+_vectors = PhraseVectors(16384)
 
 
 def _phrase_vectors(*phrases: str) -> list[np.ndarray]:
     """The phrases' vectors; the ones not seen yet are embedded in one batch."""
     global _embedder
     with _embedder_lock:
-        missing = [p for p in dict.fromkeys(phrases) if p not in _vectors]
+        found = {p: _vectors.get(p) for p in dict.fromkeys(phrases) if p in _vectors}
+        missing = [p for p in dict.fromkeys(phrases) if p not in found]
         if missing:
             if _embedder is None:
                 from .. import embed
@@ -923,10 +954,8 @@ def _phrase_vectors(*phrases: str) -> list[np.ndarray]:
                 # the process's local model if it has one (a worker does), else one of our own: one thread
                 _embedder = next((e for e in list(embed._shared.values()) if isinstance(e, embed.LocalEmbedder)),
                                  None) or embed.LocalEmbedder(batch_size=8, threads=1)
-            if len(_vectors) + len(missing) > _MAX_PHRASES:
-                _vectors.clear()
-            _vectors.update(zip(missing, _embedder.embed(missing)))
-        return [_vectors[p] for p in phrases]
+            found.update(_vectors.put(missing, _embedder.embed(missing)))
+        return [found[p] for p in phrases]
 
 
 def relation_similarity(a: str, b: str) -> float:

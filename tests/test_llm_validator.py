@@ -660,3 +660,13 @@ def test_a_duplicate_that_states_something_the_target_lacks_is_kept(openai_stub)
     openai_stub.script(answer("duplicate", "m1", subject="Maren Holt", relation="mentor", value="Ravi Iyer"))
     d = validator(openai_stub).decide(incoming("Maren Holt's mentor is Ravi Iyer."), [old])
     assert (d.kind, d.target_id) == ("duplicate", old.id)
+    # Function words of the model's value ("each") need not be in the target; numbers compare by value.
+    for existing, new, value in [
+        ("The all-hands is on the first Monday of the quarter.", "We hold the all-hands on the first Monday of "
+         "each quarter.", "first Monday of each quarter"),
+        ("Delphine Aubert's salary is 72,000 euros a year.", "Delphine Aubert earns €72k annually.", "€72k"),
+    ]:
+        old = cand(existing)
+        openai_stub.script(answer("duplicate", "m1", subject="x", relation="y", value=value))
+        d = validator(openai_stub).decide(incoming(new), [old])
+        assert (d.kind, d.target_id) == ("duplicate", old.id), d.reason

@@ -467,8 +467,14 @@ def _numbers(text: str) -> set[float]:
 
 
 def _all_stated(value: str, text: str) -> bool:
-    """Every telling word of the value is in the text ("search module" is not in "the billing module")."""
-    return all(_stated_in(w, text) for w in words(canonical(value)))
+    """Every telling word of the value is in the text ("search module" is not in "the billing module");
+    "first Monday of each quarter" is in "first Monday of the quarter"."""
+    plain = [w for w in words(canonical(value)) if w not in _FUNCTION and not any(ch.isdigit() for ch in w)]
+    return all(_stated_in(w, text) for w in plain) and _numbers(value) - {0} <= _numbers(text)
+
+
+_FUNCTION = frozenset("each every per all any some this these those from into onto over under about than "
+                      "then now also one".split())
 
 
 def _stem(w: str) -> str:

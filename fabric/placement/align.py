@@ -120,20 +120,40 @@ _FAVOURITE_WORD = re.compile(r"\b(?:go-to|fave|favored|favoured)(?=\s+[a-z])", r
 # "... is Middlemarch, not Dune": the value denied after a comma is the old one, not a negation of the fact.
 _NOT_THAT = re.compile(r",\s*not\s+(?:the\s+)?[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*(?=\s*(?:[.!?;]|$))")
 
+# "Jonas is no longer in Oslo, he lives in Bergen": the old value denied, then the new one said of a pronoun;
+# what the sentence states is its second clause, said of its subject ("Jonas lives in Bergen").
+_NO_LONGER = re.compile(r"^(?P<subject>[^,;.:]+?)\s+(?:(?:is|are|does|do|has|have|was|were)(?:\s+no longer|n't|\s+not)"
+                        r"|no longer)\b[^,;.:]*(?:[,;:]|\s[–—-])\s*(?:(?:and|but|so)\s+)?(?:now\s+)?"
+                        r"(?:he|she|they|it)(?!(?:'s|'re|\s+is|\s+are)\s+(?:now\s+)?(?:at|in|on|with|for)\b)"
+                        r"(?P<be>'s|'re|\s+is|\s+are)?\s+(?!(?:said|says|thinks|told|wrote)\b)(?=\w)", re.IGNORECASE)
+# ("... Siemens; she is now at Bosch": "is at" names no attribute, so the first clause's verb is kept to read.)
+
+
+# "Zara, who used to live in Glasgow, now lives in Dundee": the clause names the old value; the sentence states the new.
+_USED_TO_CLAUSE = re.compile(r",\s*(?:who|which)\s+(?:used to|was formerly|were formerly|formerly|previously)\b"
+                             r"[^,]*,\s*", re.IGNORECASE)
+
+
+def _no_longer(m: re.Match[str]) -> str:
+    return m.group("subject") + (" is " if m.group("be") else " ")
+
+
 _MONTH_NAMES = "January February March April May June July August September October November December".split()
 _MONTH = r"(January|February|March|April|May|June|July|August|September|October|November|December)"
 _ISO_DAY = re.compile(r"\b(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])\b(?!-\d)")
 # ("Room 4 May be closed": the verb "may" is no month.)
 _DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b(?!(?<=May)\s+[a-z])"
                         rf"(?:,?\s+(\d{{4}})\b)?")
-_MONTH_DAY = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)\b")
+# "April 10th 2027", "April 10 2027": the year joined as "April 10, 2027" is one date, not a day and a year.
+_MONTH_DAY = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:(?:st|nd|rd|th)\b(?:,?\s+(\d{{4}})\b)?|,?\s+(\d{{4}})\b)")
 
 
 def _dates(t: str) -> str:
     """"2025-03-14", "14 March 2025", "the 14th of March", "March 14th" -> "March 14, 2025" / "March 14"."""
     t = _ISO_DAY.sub(lambda m: f"{_MONTH_NAMES[int(m.group(2)) - 1]} {int(m.group(3))}, {m.group(1)}", t)
     t = _DAY_MONTH.sub(lambda m: f"{m.group(2)} {int(m.group(1))}" + (f", {m.group(3)}" if m.group(3) else ""), t)
-    return _MONTH_DAY.sub(r"\1 \2", t)
+    return _MONTH_DAY.sub(lambda m: f"{m.group(1)} {m.group(2)}" + (f", {m.group(3) or m.group(4)}"
+                                                                   if m.group(3) or m.group(4) else ""), t)
 
 # "pushed back 2 weeks, to October 14", "delayed by three days": how far it moved is no value of its own.
 _SHIFT = re.compile(r"\b((?:pushed|moved|pulled|brought|set)\s+(?:back|forward|out|up)|delayed|postponed|"
@@ -161,6 +181,8 @@ def canonical(text: str) -> str:
     for pattern, user in _USER:
         t = pattern.sub(user, t)
     t = _REPORTED.sub(_reported, t)
+    t = _NO_LONGER.sub(_no_longer, t)
+    t = _USED_TO_CLAUSE.sub(" ", t)
     t = _HONORIFIC.sub(r"\1 ", t)
     t = _INNER_ADVERB.sub(r"\1 \2", t)
     t = _FAVOURITE_WORD.sub(lambda m: "Favourite" if m.group()[0].isupper() else "favourite", t)
@@ -197,7 +219,8 @@ _CHANGE = frozenset("""now new newly changed change changes moved move moves swi
     since currently these days nowadays anymore raised lowered increased decreased dropped grew grown slipped
     pushed promoted became become becomes replaced replacing instead latest recently today lately longer passed
     went gone has been set reset sold bought officially effective starting renamed transferred shifted upgraded
-    downgraded rewritten changed traded swapped exchanged stepped resigned retired departed replaced""".split())
+    downgraded rewritten changed traded swapped exchanged stepped resigned retired departed replaced
+    actually relocated migrated started starting began down up cut""".split())
 # "X's son attends ...", "X's husband works at ...": the fact is about someone else.
 _RELATIVES = frozenset("""son daughter child children kid kids wife husband spouse partner sister brother sibling
     mother father mom mum dad parent parents grandmother grandfather aunt uncle cousin niece nephew friend
@@ -220,7 +243,7 @@ _NEGATION = re.compile(r"\b(?:not(?! (?:far|only|just|least|bad|unlike)\b)|no lo
 _SAME_WORD = {"due": "deadlin", "resident": "population", "inhabitant": "population", "populat": "population",
               "fee": "price", "cost": "price", "charg": "price", "pric": "price", "deliv": "ship", "shipp": "ship",
               "bill": "price", "pay": "price", "paid": "price", "employ": "staff", "worker": "staff",
-              "annual": "year", "shut": "clos", "written": "writ", "implement": "writ", "cod": "writ"}
+              "annual": "year", "shut": "clos", "nam": "call", "written": "writ", "implement": "writ", "cod": "writ"}
 # Verbs that only say an event is scheduled ("happens on", "takes place on", "we hold it on"): no attribute.
 _SCHEDULED = re.compile(r"\b(?:(?:takes?|took|taking|taken) place|(?:planned|scheduled|slated|expected|set) (?=for|on)"
                         r"|happens?|happened|happening|occurs?|occurred"
@@ -300,6 +323,7 @@ class Reading:
     also: bool                     # "also", "another": one more value, said outright
     event: bool                    # tells what someone did ("X presented the roadmap to Y"), not a state
     relatives: frozenset[str]
+    heads: frozenset[tuple[str, str]] = frozenset()  # (name, head): "the Delta service" -> ("delta", "service")
 
 
 _TIME = re.compile(r"\d\d:\d\d")
@@ -427,13 +451,22 @@ def _read(t: str, spans: tuple[Span, ...]) -> Reading:
     rest = _WHEN.sub(" ", rest)  # "from next week ...": when the statement holds, not the attribute
     rest = _SCHEDULED.sub(" ", rest)
     rest = re.sub(r"\b(?:stepped|steps|step|stepping) down\b", " ", rest)
+    # "the Delta service" / "Delta", "the Tern project" / "Tern": a generic noun after a name is part of the name
+    heads = set()
+    for a in anchors:
+        m = _HEAD.match(rest, a.end) if a.kind == "name" else None
+        if m:
+            heads.add((a.key, m.group(1)))
+            rest = rest[:m.start(1)] + " " * len(m.group(1)) + rest[m.end(1):]
     tokens = [w.removesuffix("'s").removesuffix("'") for w in _WORD.findall(rest)]
     words = tuple(word_key(w) for w in tokens if w not in _STOP and w not in _CHANGE and len(w) > 1)
     return Reading(low, anchors, words, _NEGATION.search(rest) is not None,
                    _MANY.search(rest) is not None or _ACTIVITY.search(rest) is not None,
                    _ALSO.search(rest) is not None, _event(low, anchors),
-                   frozenset(m.group(1) or m.group(2) for m in _RELATIVE.finditer(rest)))
+                   frozenset(m.group(1) or m.group(2) for m in _RELATIVE.finditer(rest)), frozenset(heads))
 
+
+_HEAD = re.compile(r"\s+(project|service|app|team|programme|program|initiative|platform)\b(?!\s+(?:of|for)\b)")
 
 # ---------------------------------------------------------------------------------------- comparing
 
@@ -486,11 +519,26 @@ def _every(r: Reading, value: Anchor) -> bool:
 
 
 def _stated_last(r: Reading, value: Anchor) -> bool:
-    """Is this the sentence's only name, ending it after "is" or a colon, in a definite statement ("the office
-    wifi password is X", not "a good dentist is X")?"""
+    """Is this the sentence's only name, ending it after "is", "is now", "changed to" or a colon, in a definite
+    statement ("the office wifi password is X", not "a good dentist is X")?"""
     return len(r.anchors) == 1 and not r.text[value.end:].strip(" .!") \
-        and re.search(r"(?:\b(?:is|are|remains)|:)\s*$", r.text[:value.start]) is not None \
+        and re.search(r"(?:\b(?:is|are|remains|now|(?:changed|updated|reset|set|switched|moved|raised|lowered)\s+to)|:)"
+                      r"\s*$", r.text[:value.start]) is not None \
         and re.match(r"\s*(?:an?|one|some|another)\b", r.text) is None
+
+
+# "X is (now) a Senior Engineer at Y": the name between the subject's "is a" and the shared "at Y" is X's title there.
+_BEFORE_TITLE = re.compile(r"\b(?:is|was|are|became|become|as)\s+(?:now\s+)?(?:a|an|the|our|their)\s+$")
+_AFTER_TITLE = re.compile(r"\s+(?:at|of|for|with|in)\s+(?:the\s+)?$")
+
+
+def _title_slot(r: Reading, value: Anchor, shared: set[str]) -> bool:
+    i = r.anchors.index(value)
+    if i == 0 or i + 1 >= len(r.anchors) or r.anchors[i - 1].key not in shared or r.anchors[i + 1].key not in shared:
+        return False
+    after = r.anchors[i + 1]
+    return _BEFORE_TITLE.search(r.text[r.anchors[i - 1].end:value.start]) is not None \
+        and _AFTER_TITLE.fullmatch(r.text[value.end:after.start]) is not None
 
 
 def _superseded(r: Reading) -> set[str]:
@@ -687,6 +735,10 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
         new = replace(new, text=text, anchors=tuple(a for a in new.anchors if a.key not in gone))
     old_keys, new_keys = {a.key for a in old.anchors}, {a.key for a in new.anchors}
     shared = old_keys & new_keys
+    other_head = {h for h in old.heads ^ new.heads if h[0] in {x[0] for x in old.heads} & {x[0] for x in new.heads}}
+    if other_head:  # "the Falcon team" / "the Falcon app": two things of one name
+        return Aligned("separate", f"another thing of one name ({', '.join(sorted(h for _, h in other_head))})",
+                       veto=True)
     if old.relatives != new.relatives:
         return Aligned("separate", f"about a relative ({', '.join(sorted(old.relatives ^ new.relatives))})", veto=True)
     lost = [a for a in old.anchors if a.key not in shared]
@@ -780,7 +832,8 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
         return Aligned("separate", "one side tells the past")  # "used to work at Repsol" corrects nothing
     if (old.event or new.event) and a.kind == "name" and not version:
         return Aligned("separate", "an event, not a state: each is a fact of its own")
-    if len(old.anchors) > 2 and a.kind == "name" and not version:
+    if len(old.anchors) > 2 and a.kind == "name" and not version and not (
+            _title_slot(old, a, shared) and _title_slot(new, b, shared)):
         return Aligned("separate", "one of several names changed")
     if (old.many or new.many or new.also) and a.kind == "name" and not version and not gone:
         return Aligned("separate", "a relation of many values", veto=new.also)

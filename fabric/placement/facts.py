@@ -101,7 +101,7 @@ RELATIONS: tuple[Relation, ...] = (
          r"\blooks after\b|\bhandles\b"),
     _rel("manager", r"\breports? (?:to|into)\b|\breporting to\b|\banswers to\b|\bline manager\b"
                     r"|(?<!account )(?<!success )\bmanager\b|\bmanaged by\b|\bmanages\b|\bboss\b"
-                    r"|\bsupervis(?:or|es|ed by)\b|\bworks under\b",
+                    r"|\bsupervis(?:or|es|ed by)\b|\b(?:works|working|moved|sits|now) under(?= §)",
          r"\bmanages\b|\bsupervises\b"),
     _rel("job_title", r"\bjob title\b|\btitle\b|\b(?:promoted|demoted) to\b"),
     _rel("billing_plan", r"\bplan\b|\btier\b|\bsubscription\b|\bsubscribed to\b|\bsubscribes to\b|\bbilled on\b"
@@ -109,7 +109,7 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("owner", r"\bowned by\b|\bowns\b|\bparent company\b|\bsubsidiary of\b|\bacquired by\b|\bunit of\b"
                   r"|\bowner(?:ship)?\b|\bbought by\b", r"\bowns\b"),
     _rel("spouse", r"\bmarried to\b|\bwife\b|\bhusband\b|\bspouse\b"),
-    _rel("mentor", r"\bmentor(?:s|ed by)?\b", r"\bmentors\b"),
+    _rel("mentor", r"\bmentor(?:s|ed by)?\b", r"\bmentors\b|\b(?:is|was|as) (?:a|an|the) mentor (?:for|to)\b"),
     _rel("coach", r"\bcoach(?:es|ed by)?\b|\btrained by\b|\btrainer\b", r"\bcoaches\b"),
     _rel("doctor", r"\bdoctor\b|\bphysician\b|\bgp\b|\bpatient of\b|\btreated by\b"),
     _rel("dentist", r"\bdentist\b"),
@@ -285,9 +285,10 @@ _CAMEL = re.compile(r"[a-z]{1,2}[A-Z][a-z]{2,}")
 
 
 def _is_name(tok: str) -> bool:
-    """Capitalised, a number, an address, or a brand in camel case ("iRobot", "eBay")."""
+    """Capitalised, a number, an address, a code of letters and digits, or a brand in camel case ("iRobot")."""
     camel = _CAMEL.fullmatch(tok) is not None
-    return tok[0].isupper() or camel or tok[0].isdigit() or tok[0] in "$€£" or "@" in tok \
+    code = tok.isalnum() and not tok.isalpha() and not tok.isdigit()  # "tulip42", "b7x": a code, password, tag
+    return tok[0].isupper() or camel or code or tok[0].isdigit() or tok[0] in "$€£" or "@" in tok \
         or tok[:2].startswith("+") and tok[1:2].isdigit()
 
 
@@ -523,7 +524,8 @@ _AFTER_POSSESSIVE = re.compile(r"'s\s+(?:[a-z-]+\s+)+")  # "X's new team lead": 
 _LINKING = frozenset("""moved switched located situated holds holding answers joined hired relocated transferred
     changed upgraded downgraded promoted elected stays staying sits living registered chose chosen picked
     selected succeeded succeeds replaced replacing given gets got received numbers totals runs held business
-    operations left quit grew rose fell dropped increased decreased climbed shrank jumped went""".split())
+    operations left quit grew rose fell dropped increased decreased climbed shrank jumped went
+    become became becomes started starting began""".split())
 _AUXILIARIES = frozenset("does do did doesn't don't didn't will would can could may might should must shall "
                          "isn't wasn't used".split())
 

@@ -635,3 +635,38 @@ def test_the_rephrased_set_is_scored_per_split_with_wrong_invalidations():
     assert rule["wrong_invalidations_per_50"] == pytest.approx(50 * len(invalidated) / rule["unrelated"])
     only_tune = bench(settings=Settings(validator="rule"), use_llm=False, pairs_path=REPHRASED_PAIRS, split="tune")
     assert only_tune["pairs"] == tune and only_tune["runs"][0]["correct"] == tune_s["correct"]
+
+
+def test_a_duplicate_that_states_something_the_target_lacks_is_kept(openai_stub):
+    """Refusing a write as a repeat loses its content: a model's duplicate is applied only when the new
+    sentence names no name or number the target lacks and the value it read is in the target."""
+    old = cand("Ravi Iyer is mentoring Maren Holt.")
+    cases = [
+        ("Maren Holt thanked Ravi Iyer for the help with Harrow.",
+         answer("duplicate", "m1", subject="Maren Holt", relation="mentor", value="Ravi Iyer"), "'harrow'"),
+        ("Ravi Iyer fixed a bug in the Atlas search module.",
+         answer("duplicate", "m1", subject="Ravi Iyer", relation="work", value="Maren Holt"), "'atlas'"),
+        ("Ravi Iyer is mentoring Maren Holt on 3 projects.",
+         answer("duplicate", "m1", subject="Ravi Iyer", relation="mentee", value="Maren Holt"), "'3'"),
+        ("Ravi Iyer is coaching Maren Holt in chess.",
+         answer("duplicate", "m1", subject="Ravi Iyer", relation="mentee", value="chess"), "'chess' is not in"),
+    ]
+    for new, scripted, why in cases:
+        openai_stub.script(scripted)
+        d = validator(openai_stub).decide(incoming(new), [old])
+        assert (d.kind, d.target_id) == ("new_branch", None), new
+        assert d.reason.startswith("duplicate not applied") and why in d.reason, d.reason
+    # A true repeat in other words is still refused as one.
+    openai_stub.script(answer("duplicate", "m1", subject="Maren Holt", relation="mentor", value="Ravi Iyer"))
+    d = validator(openai_stub).decide(incoming("Maren Holt's mentor is Ravi Iyer."), [old])
+    assert (d.kind, d.target_id) == ("duplicate", old.id)
+    # Function words of the model's value ("each") need not be in the target; numbers compare by value.
+    for existing, new, value in [
+        ("The all-hands is on the first Monday of the quarter.", "We hold the all-hands on the first Monday of "
+         "each quarter.", "first Monday of each quarter"),
+        ("Delphine Aubert's salary is 72,000 euros a year.", "Delphine Aubert earns €72k annually.", "€72k"),
+    ]:
+        old = cand(existing)
+        openai_stub.script(answer("duplicate", "m1", subject="x", relation="y", value=value))
+        d = validator(openai_stub).decide(incoming(new), [old])
+        assert (d.kind, d.target_id) == ("duplicate", old.id), d.reason

@@ -301,7 +301,8 @@ class LLMValidator:
         kind, reason = ans.kind, (ans.reason or "").strip()[:500] or "(no reason given)"
         # a keyed write is about its own key; a text-only one about what the model read in it
         said = (write.subject, write.value) if write.keyed else (_clean(ans.subject), _clean(ans.value))
-        doubt = self._doubt(kind, confidence, *said, target, write.content, _clean(ans.target_value))
+        doubt = self._doubt(kind, confidence, *said, target, write.content, _clean(ans.target_value),
+                            write.keyed)
         if doubt:
             log.info("llm decision not applied", extra={"action": "llm_unsure", "write_id": str(write.id),
                                                         "decision": kind, "doubt": doubt})
@@ -314,18 +315,29 @@ class LLMValidator:
                         _clean(ans.value))
 
     def _doubt(self, kind: str, confidence: float, subject: str | None, value: str | None,
-               target: Candidate | None, content: str = "", target_value: str | None = None) -> str | None:
+               target: Candidate | None, content: str = "", target_value: str | None = None,
+               write_keyed: bool = False) -> str | None:
         """Why a destructive decision (an invalidation, or refusing the write) should not be applied.
 
         A correction must be one the model can point at: the old value it names is in the target and
         differs from the new one (a small model "corrects" a guitar the target never mentioned), and the
-        new sentence does not say outright that it adds a value ("also", "another")."""
+        new sentence does not say outright that it adds a value ("also", "another"). A repeat must state
+        nothing the target lacks: no name or number of its own, and the value the model read in it is
+        in the target ("thanked Ravi Iyer for the help with Harrow" repeats no "is mentoring")."""
         if target is None or kind not in ("contradiction_fork", "duplicate"):
             return None
         target_words = set(words(target.content + " " + (target.subject or "")))
         missing = [n for n in _names(subject) if n not in target_words]
         if missing:
             return f"the new memory is about {subject!r}, and {', '.join(missing)!r} is not in the target"
+        if kind == "duplicate":
+            # Refusing a write loses its content: a repeat states nothing the target lacks.
+            extra = _new_names(content, target.content + " " + (target.subject or ""))
+            if extra:
+                return f"the new sentence names {', '.join(extra)!r}, which the target does not: not a repeat"
+            if value and not write_keyed and not _all_stated(value, target.content + " " + (target.value or "")):
+                return f"the value {value!r} is not in the target: not a repeat"
+            return None
         if kind != "contradiction_fork":
             return None
         if confidence < self.min_fork_confidence:
@@ -430,6 +442,39 @@ def _names(subject: str | None) -> list[str]:
 
 _COMMON = frozenset("the a an our their his her its my your this that of and in at on for to by with "
                     "ceo cfo cto coo vp chief executive officer head".split())
+
+
+def _new_names(content: str, target: str) -> list[str]:
+    """The names (capitalised words after the first) and numbers of a sentence that the target does not
+    state, give or take inflection and how a number is written ("6pm" / "6 in the evening", "€72k" /
+    "72,000 euros", "8 am" / "8:00")."""
+    out = []
+    for tok in content.split()[1:]:
+        if _NAME.match(tok):
+            out += [w for w in words(tok) if w not in _COMMON and w != "s" and not _stated_in(w, target)
+                    and w not in out]
+    have = _numbers(target)
+    out += [f"{n:g}" for n in sorted(_numbers(content) - have - {0})]
+    return out
+
+
+_NUMBER = re.compile(r"(\d+(?:,\d{3})*(?:\.\d+)?)(k\b)?", re.I)
+
+
+def _numbers(text: str) -> set[float]:
+    return {float(m.group(1).replace(",", "")) * (1000 if m.group(2) else 1)
+            for m in _NUMBER.finditer(canonical(text))}
+
+
+def _all_stated(value: str, text: str) -> bool:
+    """Every telling word of the value is in the text ("search module" is not in "the billing module");
+    "first Monday of each quarter" is in "first Monday of the quarter"."""
+    plain = [w for w in words(canonical(value)) if w not in _FUNCTION and not any(ch.isdigit() for ch in w)]
+    return all(_stated_in(w, text) for w in plain) and _numbers(value) - {0} <= _numbers(text)
+
+
+_FUNCTION = frozenset("each every per all any some this these those from into onto over under about than "
+                      "then now also one".split())
 
 
 def _stem(w: str) -> str:

@@ -193,7 +193,7 @@ _COMPANY_WORDS = frozenset("""inc ltd llc plc gmbh corp co group labs lab roboti
 # value ("a resident of X" lives in X).
 _OF_VALUE = re.compile(r"\b(?:resident|employee|subsidiary|member|citizen|part|out|native|graduate|fan|unit"
                        r"|student|staff|payroll|works?|working|worked|job)\s+(?:of|for)\s*$")
-_SUBJECT_MARK = re.compile(r"(?:\b(?:of|for|where)|\bhome to|\bat)\s*$")
+_SUBJECT_MARK = re.compile(r"(?:\b(?:of|for|where|what)|\bhome to|\bat)\s*$")
 _PREDECESSOR = re.compile(r"\b(?:succeed(?:ed|s|ing)?|replac(?:ed|es|ing)|took over from|taking over from"
                           r"|in place of|instead of|(?:moved|switched|changed|upgraded|downgraded) from(?: the)?"
                           r"|left|quit)\s+$")
@@ -420,7 +420,7 @@ def _project(text: str, own: tuple[Span, ...], other: tuple[Span, ...]) -> tuple
 
 _STOP = frozenset("""a an the is are was were be been being has have had of in on at to for by with as and or but
     its it his her their our this that which who whom whose now also currently still since from into than
-    any other more most very so then there here not no longer where these days update correction latest today
+    any other more most very so then there here not no longer where what these days update correction latest today
     nowadays lately recently anymore billing took over appointed named became becomes serves serving acts role
     position officially made make makes calls call pays paid likes love loves best all again just actually finally
     passed""".split())

@@ -107,8 +107,12 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("billing_plan", r"\bplan\b|\btier\b|\bsubscription\b|\bsubscribed to\b|\bsubscribes to\b|\bbilled on\b"
                          r"|\bupgraded to\b|\bdowngraded to\b"),
     _rel("owner", r"\bowned by\b|\bowns\b|\bparent company\b|\bsubsidiary of\b|\bacquired by\b|\bunit of\b"
-                  r"|\bowner(?:ship)?\b|\bbought by\b", r"\bowns\b"),
-    _rel("spouse", r"\bmarried to\b|\bwife\b|\bhusband\b|\bspouse\b"),
+                  r"|\bowner(?:ship)?\b|\bbought by\b|\b(?:bought|acquired|purchased|buys|acquires)\b",
+         r"\bowns\b|\b(?:bought|acquired|purchased|buys|acquires)\b(?! by)"),  # "Y bought X": X's owner is Y
+    # a life partner ("partners with", "a partner at" a firm: business)
+    _rel("spouse", r"\bmarried to\b|\bwife\b|\bhusband\b|\bspouse\b|\bpartner\b(?! (?:with|at|in)\b)"
+                   r"|\bin a relationship with\b|\bdating\b|\bengaged to\b|\b(?:girl|boy)friend\b"),
+    _rel("birthday", r"\bbirthday\b|\bborn on\b|\bdate of birth\b|\bbirth ?date\b", numeric=None, dated=True),
     _rel("mentor", r"\bmentor(?:s|ed by)?\b", r"\bmentors\b|\b(?:is|was|as) (?:a|an|the) mentor (?:for|to)\b"),
     _rel("coach", r"\bcoach(?:es|ed by)?\b|\btrained by\b|\btrainer\b", r"\bcoaches\b"),
     _rel("doctor", r"\bdoctor\b|\bphysician\b|\bgp\b|\bpatient of\b|\btreated by\b"),
@@ -139,7 +143,7 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("headcount", r"\bemployees\b|\bheadcount\b|\bworkforce\b|\bstaff\b|\bemploys\b|\bon (?:its|the) payroll\b"
                       r"|\bpeople work\b",
          numeric=True),
-    _rel("revenue", r"\brevenue\b|\bturnover\b|\bannual sales\b", numeric=True),
+    _rel("revenue", r"\brevenue\b|\bturnover\b|\bannual sales\b|\b(?:brings?|brought|bringing) in\b", numeric=True),
     _rel("price", r"\bcosts?\b|\bprice[ds]?\b|\bpriced at\b|\bsells for\b", numeric=True),
     _rel("valuation", r"\bvalued at\b|\bvaluation\b", numeric=True),
     _rel("age", r"\byears? old\b|\baged\b|\bturn(?:ed|s)\b(?= § *(?:[.!;,]|$|years?\b))", numeric=True),
@@ -423,7 +427,7 @@ _STOP = frozenset("""a an the is are was were be been being has have had of in o
     any other more most very so then there here not no longer where what these days update correction latest today
     nowadays lately recently anymore billing took over appointed named became becomes serves serving acts role
     position officially made make makes calls call pays paid likes love loves best all again just actually finally
-    passed""".split())
+    passed about around roughly approximately nearly almost circa""".split())
 
 
 def _relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int, str]]]:
@@ -472,7 +476,7 @@ _RELATIONAL_NOUN = re.compile(
     rf"(?:(?:mr|mrs|ms|mx|dr|prof)\s+)?§")
 # ("first", "second": an ordinal names another one: "X's first car" is not X's car.)
 _ADJECTIVES = frozenset("""new current former latest present acting interim all-time longtime long-time own
-    official main sole only""".split())
+    official main sole only annual yearly monthly weekly daily quarterly""".split())
 _MULTI_NOUNS = frozenset("""friend colleague neighbour neighbor client customer member child son daughter sibling
     brother sister cousin investor partner supplier fan student employee guest visitor""".split())
 _PAST = re.compile(r"\b(?:former|formerly|previous|previously|used to|ex-\w+|once"
@@ -525,7 +529,7 @@ _LINKING = frozenset("""moved switched located situated holds holding answers jo
     changed upgraded downgraded promoted elected stays staying sits living registered chose chosen picked
     selected succeeded succeeds replaced replacing given gets got received numbers totals runs held business
     operations left quit grew rose fell dropped increased decreased climbed shrank jumped went
-    become became becomes started starting began""".split())
+    become became becomes started starting began down up""".split())
 _AUXILIARIES = frozenset("does do did doesn't don't didn't will would can could may might should must shall "
                          "isn't wasn't used".split())
 

@@ -193,7 +193,9 @@ def canonical(text: str) -> str:
     t = re.sub(r"\bmidnight\b", "00:00", t, flags=re.IGNORECASE)
     t = re.sub(r"\b(open(?:s|ed)?) (?:its|their|the) doors\b", r"\1", t)  # "opens its doors at 9": opens at 9
     t = re.sub(r"\b([Yy])early\b", lambda m: "Annual" if m.group(1) == "Y" else "annual", t)  # one word per period
-    t = re.sub(r"\b(?:a|per|each|every) year\b|\bper annum\b|\bannually\b", "annual", t)  # "$6M a year": annual
+    # "$6M a year" = "$6M annual revenue", "$15 a month" = "a monthly price of $15": one word per period
+    t = re.sub(r"\b(?:a|per|each|every) year\b|\bper annum\b|\bannually\b", "annual", t)
+    t = re.sub(r"\b(?:a|per|each|every) (month|week|day)\b", lambda m: f"{m.group(1)}ly".replace("dayly", "daily"), t)
     t = _spell_numbers(t)
     t = _SHIFT.sub(lambda m: m.group(1).split()[0], t)  # "pushed back 2 weeks, to" -> "pushed to"
     t = _VERSION.sub(r"\1", t)

@@ -340,7 +340,7 @@ def names(text: str) -> tuple[Span, ...]:
 
 def _tail_value(text: str) -> Span | None:
     """A value in lower case that ends the sentence after "is": "Emma's favourite colour is blue"."""
-    m = _TAIL.search(text) or (_TAIL_LOWER.search(text) if not _CAPITAL.search(text) else None)
+    m = _TAIL.search(text) or _FAVOURITE_LOWER.search(text) or (_TAIL_LOWER.search(text) if not cased(text) else None)
     if m is None or m.group(1).casefold() in _STOP:
         return None
     return Span(m.start(1), m.end(1), m.group(1), " ".join(m.group(1).casefold().split()), False, False)
@@ -349,11 +349,23 @@ def _tail_value(text: str) -> Span | None:
 # A sentence in lower case throughout ("greta holm lives in odense now"): its casing tells no name from a word,
 # so the words ending it after a preposition are its value too.
 _CAPITAL = re.compile(r"[A-Z]")
+
+
+def cased(text: str) -> bool:
+    """Does the writer use capitals (the "User" that `canonical` writes for "the user" / "I" aside)?"""
+    return _CAPITAL.search(text.replace("User", "")) is not None
+
+
+_WHEN_AFTER = r"(?:\s+(?:now|again|these days|nowadays|today|lately|anymore))?"
 _TAIL_LOWER = re.compile(r"\b(?:in|at|for|to|by|with)\s+(?:the\s+)?"
                          r"([a-z][\w-]*(?:\s+(?!now\b|again\b|too\b|today\b)[a-z][\w-]*)?)"
                          r"(?:\s+(?:now|again|these days|nowadays|today))?\s*[.!]?\s*$")
 _TAIL = re.compile(r"\b(?:is|are|remains|became|becomes)\s+(?:now\s+)?(?:the\s+|a\s+|an\s+)?"
-                   r"([a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s*[.!]?\s*$")
+                   r"([a-z][\w-]*(?:\s+(?!now\b|again\b|these\b|today\b|lately\b)[a-z][\w-]*)?)" + _WHEN_AFTER
+                   + r"\s*[.!]?\s*$")
+# "loves ramen more than any other food": a liking's object is its value, in whatever case.
+_FAVOURITE_LOWER = re.compile(r"\b(?:loves|likes|prefers|enjoys|adores)\s+([a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+"
+                              r"(?:more than any other|above all other|over any other|best of all)\b")
 
 
 def _is_time(text: str, sp: Span) -> bool:
@@ -673,7 +685,7 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
                 relations=frozenset(r.name for r in rels), value=value.text, subject_key=subject_key,
                 value_key=value_key(value.text), negated=_NEGATION.search(masked) is not None,
                 past=_PAST.search(masked, 0, limit) is not None,
-                tail=value is tail and _CAPITAL.search(text) is not None,  # (all lower case: casing tells nothing)
+                tail=value is tail and cased(text),  # (all lower case: casing tells nothing)
                 loose=loose, others=others,
                 detail=detail, period=frozenset(_PERIOD.findall(text)), qualifiers=qualifiers, inner=inner,
                 lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"))
@@ -724,7 +736,7 @@ def compare(old: Fact, new: Fact) -> Verdict:
         return "child_update" if same and len(new.detail - old.detail) >= 2 else "unknown"
     if old.subject_key != new.subject_key:
         return "separate"  # another subject (twins, sister companies, a manager chain)
-    if old.tail != new.tail:
+    if old.tail != new.tail and not (shared_relation(old, new) or "").startswith("favourite_"):
         return "separate"  # "Tom's car is red" says nothing about "Tom drives a Toyota"
     if old.past or new.past:
         return "duplicate" if old.value_key == new.value_key and old.past == new.past else "separate"

@@ -296,6 +296,31 @@ def _is_name(tok: str) -> bool:
         or tok[:2].startswith("+") and tok[1:2].isdigit()
 
 
+# Words that are no brand when written in lower case as the subject of a sentence or a possessive.
+_NOT_BRANDS = frozenset("""today tomorrow yesterday tonight everyone everybody someone somebody nobody anyone
+    anybody one other others mom mum dad week month year""".split())
+
+
+def _lower_brand(toks: list[tuple[int, int, str]], i: int, text: str) -> bool:
+    """A name written in lower case ("tinyhat", "stripe") where the grammar says it is a name and the writer
+    uses capitals elsewhere: a possessive not after a determiner ("now tinyhat's chief executive"), or the
+    subject opening the sentence ("tinyhat is led by ...")."""
+    tok = toks[i][2]
+    low = tok.casefold().removesuffix("'s").removesuffix("’s")
+    if not tok[0].islower() or not low.isalpha() or low in _COMMON or low in _STOP or low in _NOT_BRANDS \
+            or low in _TITLES or not cased(text):
+        return False
+    if tok.endswith(("'s", "’s")):
+        before = toks[i - 1][2] if i else ""  # not "the Arden contract's": the head noun of a name
+        return not before or before[0].islower() and before not in _DETERMINER_WORDS
+    nxt = toks[i + 1][2].casefold() if i + 1 < len(toks) else ""
+    return i == 0 and nxt in {"is", "was", "has", "had"}
+
+
+_DETERMINER_WORDS = frozenset("the a an its his her their our my your this that these those every each no any "
+                              "some of".split())
+
+
 def names(text: str) -> tuple[Span, ...]:
     """The sentence's name and number spans, in order."""
     toks = [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
@@ -316,7 +341,8 @@ def names(text: str) -> tuple[Span, ...]:
         low = tok.casefold()
         nxt = toks[i + 1][2] if i + 1 < len(toks) else ""
         initial = i == 0 or toks[i - 1][2] in _SENTENCE_PUNCT
-        if _is_name(tok) and not (initial and (low in _COMMON or low in _TITLES)):
+        if _is_name(tok) and not (initial and (low in _COMMON or low in _TITLES)) \
+                or _lower_brand(toks, i, text):
             if initial and nxt[:1].islower() and nxt.casefold() in {"for", "of", "to", "in", "at"}:
                 close()  # "Home for Amara ..."
                 continue

@@ -616,7 +616,27 @@ def extract(text: str, other: str | None = None) -> Fact | None:
     text = canonical(text)
     if other is None or len(_names(text)) >= 2:
         return _extract(text, ())
-    return _extract(text, _names(canonical(other)))
+    other = canonical(other)
+    return _extract(text, _names(other) + _shared_things(text, other))
+
+
+_THING = re.compile(r"\bthe ([a-z][a-z-]+ [a-z][a-z-]+)(?: ([a-z][a-z-]+))?\b")
+
+
+def _things(text: str) -> set[str]:
+    """Every "the" + two or three lower-case words ("the payments roadmap", "the payments roadmap passed")."""
+    return {t for m in _THING.finditer(text) for t in (m.group(1), f"{m.group(1)} {m.group(2)}" if m.group(2) else "")
+            if t}
+
+
+@lru_cache(maxsize=16384)
+def _shared_things(text: str, other: str) -> tuple[Span, ...]:
+    """A thing named in lower-case words, "the" and the same two or three nouns in both sentences ("the
+    payments roadmap"): as good as a shared name. Not when a word of it is a relation's or a grammar word."""
+    found = _things(text) & _things(other)
+    return tuple(Span(0, 0, t, t, False, False) for t in sorted(found)
+                 if not any(w in _STOP or w in _COMMON or w in _LINKING for w in t.split())
+                 and not any(r.words.search(t) for r in RELATIONS) and not _FAVOURITE.search(t))
 
 
 @lru_cache(maxsize=16384)

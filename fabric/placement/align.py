@@ -33,7 +33,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from .facts import CURRENCY, Span, _names as names, _project, currency, number_key
+from .facts import CURRENCY, GONE_BEFORE, Span, _names as names, _project, currency, number_key
 
 # ------------------------------------------------------------------------------ numbers written one way
 
@@ -474,11 +474,8 @@ _HEAD = re.compile(r"\s+(project|service|app|team|programme|program|initiative|p
 
 # ---------------------------------------------------------------------------------------- comparing
 
-# A name the sentence says is the old value: after "switched from", "replacing", "left", "traded her";
-# before "stepped down", "resigned", "was replaced".
-_GONE_BEFORE = re.compile(r"\b(?:(?:moved|switched|changed|upgraded|downgraded|migrated|transferred|relocated)"
-                          r"(?:\s+[a-z]+){0,2}\s+from|replacing|replaced|succeeding|succeeded|instead of|in place of"
-                          r"|left|quit|(?:traded|swapped|exchanged)(?:\s+(?:his|her|their|its|our|my|the))?)\s+$")
+# A name the sentence says is the old value: after "switched from" (facts.GONE_BEFORE); before "stepped down",
+# "resigned", "was replaced".
 _GONE_AFTER = re.compile(r"\s+(?:has\s+)?(?:stepped down|steps down|resigned|retired|departed|was replaced"
                          r"|was succeeded|left\b(?!\s+[a-z]))")
 
@@ -547,7 +544,7 @@ def _title_slot(r: Reading, value: Anchor, shared: set[str]) -> bool:
 
 def _superseded(r: Reading) -> set[str]:
     return {a.key for a in r.anchors
-            if _GONE_BEFORE.search(r.text[:a.start]) or _GONE_AFTER.match(r.text[a.end:])}
+            if GONE_BEFORE.search(r.text[:a.start]) or _GONE_AFTER.match(r.text[a.end:])}
 
 
 Verdict = Literal["duplicate", "child_update", "contradiction_fork", "separate", "unknown"]

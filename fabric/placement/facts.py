@@ -198,9 +198,12 @@ _COMPANY_WORDS = frozenset("""inc ltd llc plc gmbh corp co group labs lab roboti
 _OF_VALUE = re.compile(r"\b(?:resident|employee|subsidiary|member|citizen|part|out|native|graduate|fan|unit"
                        r"|student|staff|payroll|works?|working|worked|job)\s+(?:of|for)\s*$")
 _SUBJECT_MARK = re.compile(r"(?:\b(?:of|for|where|what)|\bhome to|\bat)\s*$")
-_PREDECESSOR = re.compile(r"\b(?:succeed(?:ed|s|ing)?|replac(?:ed|es|ing)|took over from|taking over from"
-                          r"|in place of|instead of|(?:moved|switched|changed|upgraded|downgraded) from(?: the)?"
-                          r"|left|quit)\s+$")
+# A name the sentence says is the old value (a predecessor): after "switched from", "replacing", "left",
+# "traded her". One pattern for the lexicon (names masked) and the alignment (align.py, names kept).
+GONE_BEFORE = re.compile(r"\b(?:(?:moved|switched|changed|upgraded|downgraded|migrated|transferred|relocated)"
+                         r"(?:\s+[a-z]+){0,2}\s+from(?:\s+the)?|replac(?:ed|es|ing)|succeed(?:ed|s|ing)?"
+                         r"|t(?:ook|aking) over from|instead of|in place of|left|quit"
+                         r"|(?:traded|swapped|exchanged)(?:\s+(?:his|her|their|its|our|my|the))?)\s+$")
 # ("X is an engineer at Y" is no relative clause: a preposition ends the noun phrase.)
 _RELATIVE = re.compile(r"§\s+(?:is|was)\s+(?:the|a|an)\s+[a-z -]*[a-z](?<!\bat)(?<!\bin)(?<!\bof)(?<!\bfor)"
                        r"(?<!\bwith)(?<!\bon)(?<!\bby)(?<!\bthe)(?<!\ba)(?<!\ban)\s+§")
@@ -670,7 +673,7 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
         if not rels:
             return None
     # The two names nearest the relation's words, in sentence order; not a predecessor ("replacing X").
-    eligible = [i for i in range(len(spans)) if not _PREDECESSOR.search(masked[:pos[i]])]
+    eligible = [i for i in range(len(spans)) if not GONE_BEFORE.search(masked[:pos[i]])]
     if len(eligible) < 2:
         return None
     nearest = sorted(sorted(eligible, key=lambda i: abs(pos[i] - at))[:2])

@@ -636,10 +636,11 @@ def _things(text: str) -> set[str]:
 def _shared_things(text: str, other: str) -> tuple[Span, ...]:
     """A thing named in lower-case words, "the" and the same two or three nouns in both sentences ("the
     payments roadmap"): as good as a shared name. Not when a word of it is a relation's or a grammar word."""
-    found = _things(text) & _things(other)
-    return tuple(Span(0, 0, t, t, False, False) for t in sorted(found)
-                 if not any(w in _STOP or w in _COMMON or w in _LINKING for w in t.split())
-                 and not any(r.words.search(t) for r in RELATIONS) and not _FAVOURITE.search(t))
+    found = {t for t in _things(text) & _things(other)
+             if not any(w in _STOP or w in _COMMON or w in _LINKING for w in t.split())
+             and not any(r.words.search(t) for r in RELATIONS) and not _FAVOURITE.search(t)}
+    longest = [t for t in found if not any(t != u and t in u for u in found)]  # "the mobile release checklist"
+    return tuple(Span(0, 0, t, t, False, False) for t in sorted(longest))
 
 
 @lru_cache(maxsize=16384)

@@ -1,0 +1,102 @@
+"""Round 8 of the rule validator (fabric/placement/facts.py, align.py): mechanisms that carry over to
+how users restate a fact, each checked on sentences written here (not taken from any labelled set or
+chain set): a pseudo-cleft's subject, relation synonymy by class (a life partner, a birthday, an
+acquirer, revenue "brought in"), one word per period, lower-case values where the writer's casing
+says nothing, lower-case brand names the grammar marks, a thing both sentences name in lower-case
+words, and the traps each must keep apart. Pure: no database; the embedding model where the
+alignment consults it."""
+
+from __future__ import annotations
+
+import pytest
+
+from fabric.placement.facts import compare, extract, names
+from tests.fix_placement import decide
+
+
+def verdict(old: str, new: str) -> str:
+    o, n = extract(old, new), extract(new, old)
+    assert o is not None and n is not None, (o, n)
+    return compare(o, n)
+
+
+def test_a_pseudo_cleft_names_its_subject_after_what():
+    fact = extract("The Enterprise tier is what Marlow Bakeries pays for these days.")
+    assert fact is not None and (fact.subject, fact.relation, fact.value) == ("Marlow Bakeries", "billing_plan",
+                                                                             "Enterprise")
+    assert verdict("Marlow Bakeries is on the Basic plan.",
+                   "The Enterprise tier is what Marlow Bakeries pays for these days.") == "contradiction_fork"
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Ines Carvalho's partner is Tomasz Bielecki.", "Ines Carvalho is now in a relationship with Joao Pires."),
+    ("Ines Carvalho is married to Tomasz Bielecki.", "Ines Carvalho is dating Joao Pires these days."),
+    ("Oren Fadel's birthday is June 9.", "Oren Fadel was born on June 19."),
+    ("Quillon Games is a subsidiary of Brightmoor Group.", "Harlow Capital acquired Quillon Games."),
+    ("Quillon Games is owned by Brightmoor Group.", "Harlow Capital bought Quillon Games last spring."),
+    ("Tidewater Labs' annual revenue is $3.1M.", "Tidewater Labs now brings in around five million dollars a year."),
+    ("The Nimbus plan costs $9 per month.", "The monthly price of the Nimbus plan went up to eleven dollars."),
+    ("Staff at Corvid Print totals 420.", "After the merger, Corvid Print is up to 610 employees."),
+])
+def test_one_attribute_in_words_of_one_class(old, new):
+    assert verdict(old, new) == "contradiction_fork"
+
+
+@pytest.mark.parametrize("old, new", [
+    # a business partner is no life partner; another company's owner; another period's figure
+    ("Ines Carvalho's partner is Tomasz Bielecki.", "Ines Carvalho partners with Northgate Legal."),
+    ("Quillon Games is owned by Brightmoor Group.", "Harlow Capital bought Pellucid Audio."),
+    ("The Nimbus plan costs $9 per month.", "The Nimbus plan costs $90 a year."),
+    ("Oren Fadel's birthday is June 9.", "Oren Fadel's sister was born on June 19."),
+])
+def test_the_same_words_for_another_fact_stay_apart(old, new):
+    o, n = extract(old, new), extract(new, old)
+    assert o is None or n is None or compare(o, n) != "contradiction_fork"
+
+
+def test_a_lower_case_value_in_a_chat_note_about_the_user():
+    fact = extract("the user is employed by figma these days")
+    assert fact is not None and (fact.subject, fact.relation, fact.value) == ("User", "employer", "figma")
+    assert verdict("The user works for Atlassian.", "the user is employed by figma these days") \
+        == "contradiction_fork"
+    # a writer who uses capitals: a lower-case word after "by" is no name ("is employed by contract")
+    assert extract("Mira Solberg is employed by contract these days") is None
+
+
+def test_a_favourite_in_any_case():
+    assert verdict("Nikos Andreou loves paella more than any other food.",
+                   "Nikos Andreou's favourite food is bibimbap these days.") == "contradiction_fork"
+    assert verdict("The user's favourite singer is Adele.", "user says their favourite singer is now mitski") \
+        == "contradiction_fork"
+    # a lower-case value still tells a colour from a car
+    o, n = extract("Nikos Andreou's car is red."), extract("Nikos Andreou drives a Volvo.")
+    assert o is None or n is None or compare(o, n) == "separate"
+
+
+def test_a_lower_case_brand_where_the_grammar_marks_a_name():
+    assert [sp.key for sp in names("Dana Whitfield is now quickbase's chief executive.")] == ["dana whitfield",
+                                                                                            "quickbase"]
+    assert [sp.key for sp in names("quickbase is led by CEO Arne Toft.")] == ["quickbase", "arne toft"]
+    assert verdict("quickbase is led by CEO Arne Toft.", "Dana Whitfield is now quickbase's chief executive.") \
+        == "contradiction_fork"
+    # the head noun after a name, a determiner, a time word: no brand
+    assert [sp.key for sp in names("The Orwell library's reading room opens at 9.")][0] == "orwell"
+    assert all(sp.key != "today" for sp in names("Check Lena Ortiz's notes before today's call."))
+    assert all(sp.key != "company" for sp in names("Lena Ortiz runs the company's Berlin office."))
+
+
+def test_a_thing_named_in_lower_case_words_in_both_sentences():
+    assert verdict("Hugo Lindqvist owns the mobile release checklist.",
+                   "Ownership of the mobile release checklist passed to Amal Haddad.") == "contradiction_fork"
+    # one name each and no thing in common: nothing to align
+    assert extract("Hugo Lindqvist owns the mobile release checklist.",
+                   "Amal Haddad owns the desktop release checklist.") is None
+
+
+def test_restatements_through_the_validator(rules, embedder):
+    d, _ = decide(rules, embedder, "Ingrid Maas is married to Pieter Bos.",
+                  "Ingrid Maas is in a relationship with Karel Smit now.")
+    assert d.kind == "contradiction_fork"
+    d, _ = decide(rules, embedder, ["Ingrid Maas is married to Pieter Bos.", "Ingrid Maas lives in Utrecht."],
+                  "Ingrid Maas partners with Delftware Studio on a new collection.")
+    assert d.kind == "new_branch"

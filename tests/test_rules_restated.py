@@ -100,3 +100,24 @@ def test_restatements_through_the_validator(rules, embedder):
     d, _ = decide(rules, embedder, ["Ingrid Maas is married to Pieter Bos.", "Ingrid Maas lives in Utrecht."],
                   "Ingrid Maas partners with Delftware Studio on a new collection.")
     assert d.kind == "new_branch"
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Keiko Arai is a data analyst at Fernwood Bank.", "Fernwood Bank promoted Keiko Arai to analytics manager."),
+    ("Keiko Arai is the head of payments at Fernwood Bank.", "Fernwood Bank made Keiko Arai its Chief Risk Officer."),
+    ("Keiko Arai is a data analyst at Fernwood Bank.", "Keiko Arai's title is now Principal Analyst."),
+])
+def test_a_job_title_in_other_frames(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "contradiction_fork" and d.relation == "job_title"
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Keiko Arai is a data analyst at Fernwood Bank.", "Keiko Arai is a volunteer at the Harbour Food Bank."),
+    ("Keiko Arai is a data analyst at Fernwood Bank.", "Keiko Arai is a board advisor at Lumen Health."),
+    ("Keiko Arai is a data analyst at Fernwood Bank.", "Fernwood Bank promoted Keiko Aran to analytics manager."),
+    ("Keiko Arai is a data analyst at Fernwood Bank.", "Keiko Arai was formerly a teacher at Elmside School."),
+])
+def test_other_titles_of_other_places_or_people_stay_apart(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != "contradiction_fork"

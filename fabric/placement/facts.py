@@ -62,6 +62,10 @@ _LEADS = (r"\b(?:leads|heads|runs|running)\b"
 _TEAM_NOUN = r"(?:team|squad|department|dept)\b"
 _NOT_TEAM = r"(?!\s+(?:the\s+)?§\s+" + _TEAM_NOUN + ")"  # "joined the § team" is no employer, "moved to" no home
 
+# "is a volunteer at", "is a board advisor at": a role somewhere that is no employment (one of many)
+_UNPAID = r"(?:volunteers?|members?|regulars?|students?|guests?|customers?|clients?|fans?|visitors?|patients?" \
+          r"|mentors?|advisors?|advisers?|donors?|subscribers?|trustees?)"
+
 _HELD = r"(?:subscriptions?|memberships?|accounts?|licen[cs]es?|season tickets?|passe?s?|cards?)\b"
 
 # Order matters only for naming: the first group two sentences share names their attribute.
@@ -85,7 +89,7 @@ RELATIONS: tuple[Relation, ...] = (
                       r"|\bmoved to\b" + _NOT_TEAM + r"|\brelocated to\b|\bsettled in\b|\bbased (?:in|out of)\b"),
     _rel("employer", r"\bwork(?:s|ed)? (?:at|for)\b|\bworking (?:at|for)\b|\bemployed (?:by|at)\b|\bemployer\b"
                      r"|\bjob (?:at|with)\b|\bemploys\b|\bhired\b|\bjoined\b" + _NOT_TEAM + r"|\bon the payroll of\b"
-                     r"|\bemployee (?:of|at)\b|\bis an? (?:[a-z-]+ ){1,2}at\b",
+                     r"|\bemployee (?:of|at)\b|\bis an? (?!(?:[a-z-]+ )?" + _UNPAID + r"\b)(?:[a-z-]+ ){1,2}at\b",
          r"\bemploys\b|\bhired\b(?! by)"),
     _rel("lead", r"\blead\b|\bled by\b|\bheaded by\b|\bin charge of\b|\brun by\b|" + _LEADS, _LEADS),
     # "has a subscription to X", "holds a membership at X", "has an account with X": one held among many

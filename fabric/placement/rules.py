@@ -35,8 +35,8 @@ from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Any, Sequence
 
-from .align import Aligned, clauses, compare_aligned, read, relation_similarity, single_key
-from .states import state
+from .align import Aligned, canonical, clauses, compare_aligned, read, relation_similarity, single_key
+from .states import state, title
 from .facts import RELATIONS, Fact, _numeric, compare, extract, keyable, shared_relation, value_key
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
 
@@ -255,6 +255,15 @@ class RuleValidator:
                 return "contradiction_fork", Statement(was.subject, was.attribute, was.value, now.value,
                                                        "a state in words", False)
             return "separate", None  # another holder ("her sister is vegan"), a noun ("vegan cakes"), "not"
+        held, holds = title(canonical(c.content)), title(canonical(write.content))
+        if held and holds and held.subject == holds.subject and (held.org == holds.org or not held.org
+                                                                 or not holds.org):
+            if held.title != holds.title:  # "head of data at Monzo" -> "Monzo made her its VP of Analytics"
+                return "contradiction_fork", Statement(holds.written, "job_title", held.title, holds.title,
+                                                       "a job title", True)
+            if held.org == holds.org:
+                return "duplicate", Statement(holds.written, "job_title", held.title, holds.title, "a job title",
+                                              True)
         new, old = extract(write.content, c.content), extract(c.content, write.content)
         verdict = compare(old, new) if new is not None and old is not None else "unknown"
         if verdict == "separate":

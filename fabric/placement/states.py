@@ -97,3 +97,62 @@ def state(text: str) -> State | None:
         read = bool(subject) and (not after or after[0] in _AFTER) and not _THEN.search(low)
         return State(attr, value, subject, read, " ".join(w for w in after if w not in _NOW))
     return None
+
+
+# ------------------------------------------------------------------------------------------- a job title
+
+# A job title is an open value, often in lower-case words ("head of data", "senior backend engineer"): the
+# lexicon reads names, so a title is read here by the frames that state one. "X is a <title> at Y" also
+# says where X works; it is read as a title only when the title ends in a noun of this class.
+_TITLE_HEADS = re.compile(r"\b(?:engineer|developer|manager|director|head|lead|vp|president|officer|analyst"
+                          r"|designer|scientist|architect|consultant|specialist|coordinator|administrator|chief"
+                          r"|associate|intern|editor|producer|strategist|researcher|accountant|counsel"
+                          r"|controller|principal|partner|recruiter|marketer|owner|technician|nurse|teacher|professor|lecturer"
+                          r"|chef|barista|clerk|representative|agent)s?\b", re.IGNORECASE)
+_NAME = r"[A-Z][\w'’.&-]*(?:\s+[A-Z][\w'’.&-]*)*"
+_ROLE = r"(?P<role>(?:[\w-]+\s+){0,4}?[\w-]+)"
+_DET = r"(?:(?:a|an|the|its|their|his|her)\s+)?"
+_END = r"\s*(?:now|these days|today)?\s*[.!]?\s*$"
+_ROLE_FRAMES = tuple(re.compile(p) for p in (
+    # "X is (now) a backend engineer at Y", "X works as the head of data for Y"
+    rf"^(?P<s>{_NAME})\s+(?:is|works as|serves as|became|has become)\s+(?:now\s+)?{_DET}{_ROLE}\s+"
+    rf"(?:at|of|for|with)\s+(?P<o>{_NAME}){_END}",
+    # "Y made X its VP of Analytics", "Y promoted X to senior engineer", "Y named X head of sales"
+    rf"^(?P<o>{_NAME})\s+(?:made|named|appointed|promoted)\s+(?P<s>{_NAME})\s+(?:to\s+|as\s+)?{_DET}{_ROLE}{_END}",
+    # "X's title is now Staff Engineer", "X's job title at Y is ..."
+    rf"^(?P<s>{_NAME})['’]s?\s+(?:job\s+)?(?:title|role|position)(?:\s+at\s+(?P<o>{_NAME}))?\s+is\s+(?:now\s+)?"
+    rf"{_DET}{_ROLE}{_END}",
+    # "X was promoted to senior engineer (at Y)", "X got promoted to ..."
+    rf"^(?P<s>{_NAME})\s+(?:was|has been|got|is now)\s+(?:promoted|appointed|named)\s+(?:to\s+|as\s+)?{_DET}{_ROLE}"
+    rf"(?:\s+(?:at|of)\s+(?P<o>{_NAME}))?{_END}",
+))
+_NOT_NOW = re.compile(r"\b(?:former|formerly|previously|used to|not|no longer|never|also|too|interim|acting)\b"
+                      r"|n['’]t\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Title:
+    subject: str   # the person, compared form
+    title: str     # lower-case words
+    org: str       # where, compared form ("" when the sentence does not say)
+    written: str   # the subject as written
+
+
+def title(text: str) -> Title | None:
+    """The job title one sentence gives a person now, if it gives one in a frame of `_ROLE_FRAMES`."""
+    if _NOT_NOW.search(text):
+        return None
+    for n, frame in enumerate(_ROLE_FRAMES):
+        m = frame.match(text.strip())
+        if m is None:
+            continue
+        role = m.group("role")
+        if n == 0 and not _TITLE_HEADS.search(role):
+            return None  # "X is a regular at Y": no job
+        org = m.group("o") or ""
+        return Title(_key(m.group("s")), " ".join(role.lower().split()), _key(org), m.group("s"))
+    return None
+
+
+def _key(name: str) -> str:
+    return " ".join(name.casefold().replace("’", "'").removesuffix("'s").rstrip(".").split())

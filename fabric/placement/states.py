@@ -24,11 +24,13 @@ _STATES: dict[str, tuple[tuple[str, str], ...]] = {
                    r"|underway|under way|in progress|back on track"),
         ("cancelled", r"cancell?ed|scrapped|killed|abandoned|discontinued"),
         ("done", r"completed|finished|shipped|wrapped up"),
+        ("maintenance", r"in maintenance(?: mode)?|maintenance mode|deprecated|sunset|sunsetted|end of life"),
     ),
     # only as a preference: "likes tea" beside "likes coffee" is two likes, "prefers" picks one
     "drink": (("tea", r"tea"), ("coffee", r"coffee"), ("hot chocolate", r"hot chocolate")),
 }
 _ONLY_WITH = {"drink": re.compile(r"\bprefer(?:s|red)?\b")}
+_PATTERN_WORD = re.compile("|".join(w for values in _STATES.values() for _, w in values))
 _PATTERNS = {attr: [(value, re.compile(r"\b(?:" + words + r")\b")) for value, words in values]
              for attr, values in _STATES.items()}
 
@@ -70,6 +72,22 @@ sales marketing engineering support finance legal ops operations product design 
 days mornings evenings weekends python rust go java vim emacs linux mac windows android iphone it hr""".split())
 
 
+# "Project Kite" / "Kite": a generic noun before a name is no part of the subject (facts.name_key drops it too)
+_GENERIC = frozenset("project projects programme program initiative operation".split())
+
+
+def _subject(before: list[str], said: str) -> str:
+    """The state's holder: the words before it, fillers dropped; in "X shipped and is now in maintenance",
+    the words before the first verb of the clause."""
+    words = [w for w in before if w not in _FILLER]
+    first = [w for w in re.findall(r"[\w'’-]+", said.split(" and ")[0]) if w not in _FILLER]
+    if " and " in said and len(first) > 1 and _PATTERN_WORD.fullmatch(first[-1]):
+        words = first[:-1]  # (not "Omar and Lea are vegan": two holders)
+    while len(words) > 1 and words[0] in _GENERIC:
+        words = words[1:]
+    return " ".join(words)
+
+
 def state(text: str) -> State | None:
     """The one state the sentence tells, if it tells a state of one attribute; None if none, or two."""
     text = re.sub(r"\b([iI])['’]m ", r"\1 am ", text)
@@ -89,10 +107,13 @@ def state(text: str) -> State | None:
         if not found or (attr in _ONLY_WITH and not _ONLY_WITH[attr].search(low)):
             continue
         if len({value for value, _ in found}) > 1:
-            return None  # "paused for the holidays, but … active": which one is the subject's?
+            # "shipped and is now in maintenance mode": the one said to hold now; else which is the subject's?
+            found = [(value, m) for value, m in found if re.search(r"\bnow\s+(?:\w+\s+){0,2}$", low[:m.start()])]
+            if len({value for value, _ in found}) != 1:
+                return None  # "paused for the holidays, but … active"
         value, m = min(found, key=lambda f: f[1].start())
         before = re.findall(r"[\w'’-]+", low[:m.start()])
-        subject = " ".join(w for w in before if w not in _FILLER)
+        subject = _subject(before, low[:m.start()])
         after = re.findall(r"[\w'’-]+", low[m.end():])
         read = bool(subject) and (not after or after[0] in _AFTER) and not _THEN.search(low)
         return State(attr, value, subject, read, " ".join(w for w in after if w not in _NOW))

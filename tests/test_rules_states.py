@@ -97,3 +97,6 @@ def test_the_state_said_to_hold_now_of_two():
     assert s is not None and (s.attribute, s.value, s.subject, s.read) == ("status", "maintenance", "larkspur app",
                                                                            True)
     assert state("Project Fen was paused in May, then restarted.") is None  # two states, none said to hold now
+    assert state("Imogen prefers green tea over coffee.") is not None
+    assert state("Imogen has switched to coffee and would rather not have tea.").value == "coffee"
+    assert state("Imogen prefers tea in the morning and coffee after lunch.") is None  # each at its time

@@ -29,7 +29,12 @@ _STATES: dict[str, tuple[tuple[str, str], ...]] = {
     # only as a preference: "likes tea" beside "likes coffee" is two likes, "prefers" picks one
     "drink": (("tea", r"tea"), ("coffee", r"coffee"), ("hot chocolate", r"hot chocolate")),
 }
-_ONLY_WITH = {"drink": re.compile(r"\bprefer(?:s|red)?\b")}
+_ONLY_WITH = {"drink": re.compile(r"\bprefer(?:s|red)?\b|\brather\b")}
+# Of two states a sentence names, the one it says holds: "is now in maintenance", "switched to coffee",
+# "prefers tea over coffee" (not "would rather not have tea").
+_CHOSEN = re.compile(r"(?:\bnow|\b(?:switched|moved|changed|went) to|\bprefer(?:s|red)?|\brather)"
+                     r"\s+(?:(?!not\b|no\b)\w+\s+)?$")
+_SCOPED = re.compile(r"\b(?:in|at|on|during|after|before|for|with|when|while)\b")
 _PATTERN_WORD = re.compile("|".join(w for values in _STATES.values() for _, w in values))
 _PATTERNS = {attr: [(value, re.compile(r"\b(?:" + words + r")\b")) for value, words in values]
              for attr, values in _STATES.items()}
@@ -106,15 +111,19 @@ def state(text: str) -> State | None:
         found = [(value, m) for value, p in patterns for m in p.finditer(low)]
         if not found or (attr in _ONLY_WITH and not _ONLY_WITH[attr].search(low)):
             continue
-        if len({value for value, _ in found}) > 1:
+        two = len({value for value, _ in found}) > 1
+        if two:
             # "shipped and is now in maintenance mode": the one said to hold now; else which is the subject's?
-            found = [(value, m) for value, m in found if re.search(r"\bnow\s+(?:\w+\s+){0,2}$", low[:m.start()])]
+            found = [(value, m) for value, m in found if _CHOSEN.search(low[:m.start()])]
             if len({value for value, _ in found}) != 1:
                 return None  # "paused for the holidays, but … active"
+            spans = sorted(m.span() for p in patterns for m in p[1].finditer(low))
+            if _SCOPED.search(low[spans[0][1]:spans[-1][0]]):
+                return None  # "tea in the morning and coffee after lunch": each holds at its time
         value, m = min(found, key=lambda f: f[1].start())
         before = re.findall(r"[\w'’-]+", low[:m.start()])
         subject = _subject(before, low[:m.start()])
-        after = re.findall(r"[\w'’-]+", low[m.end():])
+        after = [] if two else re.findall(r"[\w'’-]+", low[m.end():])  # (what follows: the other state)
         read = bool(subject) and (not after or after[0] in _AFTER) and not _THEN.search(low)
         return State(attr, value, subject, read, " ".join(w for w in after if w not in _NOW))
     return None

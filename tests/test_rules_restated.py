@@ -121,3 +121,12 @@ def test_a_job_title_in_other_frames(rules, embedder, old, new):
 def test_other_titles_of_other_places_or_people_stay_apart(rules, embedder, old, new):
     d, _ = decide(rules, embedder, old, new, pregated=True)
     assert d.kind != "contradiction_fork"
+
+
+def test_a_preference_switched_with_the_old_one_denied(rules, embedder):
+    d, _ = decide(rules, embedder, "Rafael Souza prefers coffee over tea.",
+                  "Rafael Souza switched to tea and would rather not have coffee anymore.", pregated=True)
+    assert d.kind == "contradiction_fork"
+    d, _ = decide(rules, embedder, "Rafael Souza prefers coffee over tea.",
+                  "Rafael Souza's sister prefers tea over coffee.", pregated=True)
+    assert d.kind != "contradiction_fork"

@@ -250,8 +250,9 @@ class RuleValidator:
         if was and now and was.attribute == now.attribute and was.value != now.value \
                 and (was.lower_case or now.lower_case):  # "Jonas Pike moved to Bergen": the lexicon's
             qualified = was.qualifier and now.qualifier and was.qualifier != now.qualifier  # "in the morning"
-            if (was.read and now.read and was.subject == now.subject and not qualified and not negates(c.content)
-                    and not negates(write.content) and not read(write.content, c.content).also):
+            if (was.read and now.read and was.subject == now.subject and not qualified
+                    and not (negates(c.content) and not was.chosen) and not (negates(write.content) and not now.chosen)
+                    and not read(write.content, c.content).also):
                 return "contradiction_fork", Statement(was.subject, was.attribute, was.value, now.value,
                                                        "a state in words", False)
             return "separate", None  # another holder ("her sister is vegan"), a noun ("vegan cakes"), "not"

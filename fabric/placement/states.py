@@ -66,6 +66,7 @@ class State:
     read: bool            # of the subject alone, as of now (no noun after it, no other verb, no 'used to')
     qualifier: str = ""   # the words after it ("in the morning"), time words of now dropped
     lower_case: bool = True  # an open value (a town) the lexicon cannot read: written in lower case
+    chosen: bool = False     # one of two states the sentence names (what it says of the other, "not", is not its)
 
 
 # A home town written in lower case ("i moved to leeds"): the lexicon (facts.py) reads a place only
@@ -125,7 +126,7 @@ def state(text: str) -> State | None:
         subject = _subject(before, low[:m.start()])
         after = [] if two else re.findall(r"[\w'’-]+", low[m.end():])  # (what follows: the other state)
         read = bool(subject) and (not after or after[0] in _AFTER) and not _THEN.search(low)
-        return State(attr, value, subject, read, " ".join(w for w in after if w not in _NOW))
+        return State(attr, value, subject, read, " ".join(w for w in after if w not in _NOW), chosen=two)
     return None
 
 

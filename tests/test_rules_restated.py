@@ -130,3 +130,26 @@ def test_a_preference_switched_with_the_old_one_denied(rules, embedder):
     d, _ = decide(rules, embedder, "Rafael Souza prefers coffee over tea.",
                   "Rafael Souza's sister prefers tea over coffee.", pregated=True)
     assert d.kind != "contradiction_fork"
+
+
+def test_a_fact_of_a_relative_is_no_repeat_and_another_person_no_correction(rules, embedder):
+    d, _ = decide(rules, embedder, "Lucia Ferrante's husband works at Vantor Systems.",
+                  "Lucia Ferrante works at Vantor Systems.", pregated=True)
+    assert d.kind == "new_branch"
+    # "Y is where X works": X is the subject; another person at Y corrects nothing
+    d, _ = decide(rules, embedder, "Vantor Systems is where Lucia Ferrante works now.",
+                  "Marco Ferrante works at Vantor Systems.", pregated=True)
+    assert d.kind == "new_branch"
+    # a detail about someone living with them is no fact of theirs: still the same home, in more words
+    d, _ = decide(rules, embedder, "Lucia Ferrante lives in Turin.",
+                  "Lucia Ferrante lives in Turin, in a flat near the river with her husband.", pregated=True)
+    assert d.kind == "child_update"
+
+
+def test_an_office_line_is_not_a_persons_new_number(rules, embedder):
+    d, _ = decide(rules, embedder, "Jonas Brandt changed numbers: 0171 555 0199.",
+                  "Jonas Brandt's office number is 030 555 0100.", pregated=True)
+    assert d.kind != "contradiction_fork"
+    d, _ = decide(rules, embedder, "Jonas Brandt's mobile is 0171 555 0199.",
+                  "Jonas Brandt got a new number: 0171 555 0142.", pregated=True)
+    assert d.kind == "contradiction_fork"

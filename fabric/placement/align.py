@@ -226,11 +226,11 @@ _CHANGE = frozenset("""now new newly changed change changes moved move moves swi
     downgraded rewritten changed traded swapped exchanged stepped resigned retired departed replaced
     actually relocated migrated started starting began down up cut""".split())
 # "X's son attends ...", "X's husband works at ...": the fact is about someone else.
-_RELATIVES = frozenset("""son daughter child children kid kids wife husband spouse partner sister brother sibling
+RELATIVES = frozenset("""son daughter child children kid kids wife husband spouse partner sister brother sibling
     mother father mom mum dad parent parents grandmother grandfather aunt uncle cousin niece nephew friend
     boss deputy assistant colleague neighbour neighbor fiance fiancee girlfriend boyfriend team-mate""".split())
-_RELATIVE = re.compile(rf"(?:'s?|\b(?:his|her|their|its|our|your))\s+(?:[a-z-]+\s+)?({'|'.join(_RELATIVES)})\b"
-                       rf"|\b({'|'.join(_RELATIVES)})\s+of\b")
+_RELATIVE = re.compile(rf"(?:'s?|\b(?:his|her|their|its|our|your))\s+(?:[a-z-]+\s+)?({'|'.join(RELATIVES)})\b"
+                       rf"|\b({'|'.join(RELATIVES)})\s+of\b")
 _WHEN = re.compile(r"\b(?:from|starting|beginning|as of|effective)\s+(?:next|this|the coming|tomorrow|today|now)"
                    r"(?:\s+(?:week|month|year|quarter|season))?\b")
 # A subject holds several values of these at once: a new name is another fact, not a correction.
@@ -714,6 +714,8 @@ SAME_RELATION = 0.74    # masked sentences this close state the same attribute (
 SAME_RELATION_TELLING = 0.30  # ... when the value is a phone number or an e-mail address: its sort tells the attribute
 _TELLING = ("phone", "email")
 # Which phone: one person has several numbers at once, one per line.
+# A person's number with no line said is their own phone: "mobile" / "a new number" is one line, "office" is another.
+_OWN_LINE = frozenset(stem(w) for w in "mobile cell cellphone personal".split())
 _LINE_WORDS = frozenset(stem(w) for w in "mobile cell cellphone office home work landline fax desk direct personal "
                                          "business switchboard".split())
 FAR = 0.50            # whole sentences further apart than this, in other words, are not one attribute
@@ -795,6 +797,9 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     if a.kind == "phone" and lines_old and lines_new and not lines_old & lines_new:  # "mobile" / "office line"
         return Aligned("separate", f"another line ({' '.join(sorted(lines_old))} / {' '.join(sorted(lines_new))})",
                        veto=True)
+    other_line = (lines_old | lines_new) - _OWN_LINE
+    if a.kind == "phone" and other_line and not (lines_old and lines_new):  # "office number" / "a new number"
+        return Aligned("separate", f"a line named on one side only ({' '.join(sorted(other_line))})")
     if a.unit and b.unit and _dimension(a.unit) != _dimension(b.unit):  # "8 engineers" / "3 designers"
         return Aligned("separate", f"another unit ({a.unit} / {b.unit})", veto="money" in (a.unit, b.unit))
     implied = (_PRICE_WORDS if a.unit == b.unit == "money" else frozenset()) \

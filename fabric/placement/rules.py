@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Any, Sequence
 
-from .align import Aligned, canonical, clauses, compare_aligned, read, relation_similarity, single_key
+from .align import RELATIVES, Aligned, canonical, clauses, compare_aligned, read, relation_similarity, single_key
 from .states import state, title
 from .facts import RELATIONS, Fact, _numeric, compare, extract, keyable, shared_relation, value_key
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
@@ -271,9 +271,10 @@ class RuleValidator:
             return verdict, None
         aligned = compare_aligned(c.content, write.content, relation_similarity, c.similarity)
         if verdict != "unknown" and new is not None and old is not None:  # (the lexicon read both)
-            if verdict == "contradiction_fork" and aligned.veto and not _relative_is_relation(c.content, write.content,
-                                                                                            old, new):
-                return "separate", None
+            if aligned.veto and (verdict == "contradiction_fork" or _POSSESSED_RELATIVE.search(c.content + " " +
+                                                                                           write.content)) \
+                    and not _relative_is_relation(c.content, write.content, old, new):
+                return "separate", None  # (a duplicate too: "X's wife works at Y" repeats nothing of "X works at Y")
             if verdict == "contradiction_fork" and read(write.content, c.content).also:
                 return "separate", None  # "X also joined the Search team": one more value, said outright
             if verdict == "duplicate" and adds_detail(c.content, write.content):
@@ -325,6 +326,10 @@ class RuleValidator:
             return Decision("duplicate", c.id, f"paraphrase (similarity {c.similarity:.2f}, same names and numbers)",
                             0.7, self.name)
         return None
+
+
+# "X's wife", "X's son": a relative who holds the fact (not "lives there with his partner": a detail)
+_POSSESSED_RELATIVE = re.compile(r"['’]s\s+(?:[a-z-]+\s+)?(?:" + "|".join(sorted(RELATIVES)) + r")\b")
 
 
 def _relative_is_relation(old_text: str, new_text: str, old: Fact, new: Fact) -> bool:

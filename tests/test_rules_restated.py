@@ -153,3 +153,26 @@ def test_an_office_line_is_not_a_persons_new_number(rules, embedder):
     d, _ = decide(rules, embedder, "Jonas Brandt's mobile is 0171 555 0199.",
                   "Jonas Brandt got a new number: 0171 555 0142.", pregated=True)
     assert d.kind == "contradiction_fork"
+
+
+def test_a_thing_in_lower_case_words_is_corrected_only_when_said_to_change():
+    assert verdict("Hugo Lindqvist owns the mobile release checklist.",
+                   "Amal Haddad now owns the mobile release checklist.") == "contradiction_fork"
+    assert verdict("Hugo Lindqvist owns the mobile release checklist.",
+                   "Amal Haddad owns the mobile release checklist.") == "separate"  # maybe both do
+
+
+def test_a_period_is_one_word_after_an_amount_only():
+    from fabric.placement.align import canonical
+    assert canonical("Lodge Gym costs 40 euros a month.") == "Lodge Gym costs 40 euros monthly."
+    assert canonical("Mira Voss visits the gym every week.") == "Mira Voss visits the gym every week."
+
+
+def test_a_state_or_a_title_keys_a_text_write(rules, embedder):
+    from fabric.placement.rules import state_key
+    assert state_key("Wiebke Sand went fully vegetarian.") == ("Wiebke Sand", "diet", "vegetarian")
+    assert state_key("Wiebke Sand's brother is vegetarian.")[0] == "Wiebke Sand's brother"  # his diet, not hers
+    assert state_key("Wiebke Sand is not vegetarian.") is None
+    assert state_key("Ostfeld Bank promoted Wiebke Sand to lead auditor.") == ("Wiebke Sand", "job_title", "lead auditor")
+    d, _ = decide(rules, embedder, "Wiebke Sand is vegetarian.", "Wiebke Sand went fully vegan.", pregated=True)
+    assert d.kind == "contradiction_fork" and (d.subject, d.relation, d.value) == ("Wiebke Sand", "diet", "vegan")

@@ -171,6 +171,11 @@ def _reported(m: re.Match[str]) -> str:
 _SHOUTED = re.compile(r"[A-Z]{2,}\W+[A-Z]{2,}\W+[A-Z]{2,}")
 
 
+_PER_PERIOD = re.compile(r"(\d(?:[\d,.]*\d)?\s*(?:[kKmM]\b|%)?(?:\s*[a-z]+)?\s+)(?:a|per|each|every)\s+(year|month|week|day)\b",
+                         re.IGNORECASE)
+_PERIODICAL = {"year": "annual", "month": "monthly", "week": "weekly", "day": "daily"}
+
+
 @lru_cache(maxsize=16384)
 def canonical(text: str) -> str:
     """The sentence with numbers, times, dates and phone numbers written one way (NFKC first), the
@@ -193,10 +198,11 @@ def canonical(text: str) -> str:
     t = re.sub(r"\bmidnight\b", "00:00", t, flags=re.IGNORECASE)
     t = re.sub(r"\b(open(?:s|ed)?) (?:its|their|the) doors\b", r"\1", t)  # "opens its doors at 9": opens at 9
     t = re.sub(r"\b([Yy])early\b", lambda m: "Annual" if m.group(1) == "Y" else "annual", t)  # one word per period
-    # "$6M a year" = "$6M annual revenue", "$15 a month" = "a monthly price of $15": one word per period
-    t = re.sub(r"\b(?:a|per|each|every) year\b|\bper annum\b|\bannually\b", "annual", t)
-    t = re.sub(r"\b(?:a|per|each|every) (month|week|day)\b", lambda m: f"{m.group(1)}ly".replace("dayly", "daily"), t)
     t = _spell_numbers(t)
+    # "$6M a year" = "$6M annual revenue", "$15 a month" = "a monthly price of $15": one word per period
+    # (after an amount only: "postponed by a week" is no period)
+    t = re.sub(r"\bper annum\b|\bannually\b", "annual", t)
+    t = _PER_PERIOD.sub(lambda m: m.group(1) + _PERIODICAL[m.group(2).lower()], t)
     t = _SHIFT.sub(lambda m: m.group(1).split()[0], t)  # "pushed back 2 weeks, to" -> "pushed to"
     t = _VERSION.sub(r"\1", t)
     t = re.sub(r"\bv(\d+)\b", r"V\1", t)  # "the Helix API v2": a name of its own
@@ -715,7 +721,7 @@ SAME_RELATION_TELLING = 0.30  # ... when the value is a phone number or an e-mai
 _TELLING = ("phone", "email")
 # Which phone: one person has several numbers at once, one per line.
 # A person's number with no line said is their own phone: "mobile" / "a new number" is one line, "office" is another.
-_OWN_LINE = frozenset(stem(w) for w in "mobile cell cellphone personal".split())
+_OWN_LINE = frozenset(stem(w) for w in "mobile cell cellphone personal direct".split())
 _LINE_WORDS = frozenset(stem(w) for w in "mobile cell cellphone office home work landline fax desk direct personal "
                                          "business switchboard".split())
 FAR = 0.50            # whole sentences further apart than this, in other words, are not one attribute

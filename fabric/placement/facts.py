@@ -246,6 +246,8 @@ class Fact:
     period: frozenset[str] = frozenset()  # years the sentence names, but for "since 2020" and the like
     qualifiers: frozenset[str] = frozenset()  # the detail words but those describing the value ("a blue Volvo")
     inner: frozenset[str] = frozenset()       # names between the subject and the value ("... in Paris is ...")
+    thing: bool = False            # the subject is a thing both sentences name in lower-case words
+    changed: bool = False          # the sentence says the value changed ("now", "passed to", "took over")
 
 
 _NUMBER = re.compile(r"[$€£]?\s*(\d[\d,]*(?:\.\d+)?)\s*((?:thousand|million|billion|mn|bn|k|m|b)?)\.?"
@@ -627,6 +629,9 @@ def extract(text: str, other: str | None = None) -> Fact | None:
     return _extract(text, _names(other) + _shared_things(text, other))
 
 
+# Words that say a value changed: a thing named in lower-case words is only corrected when it is said to change.
+_CHANGED = re.compile(r"\b(?:now|passed|handed|transferred|took over|taken over|moved|changed|switched|new|no longer"
+                      r"|anymore|since|replac\w+|succeed\w*)\b")
 _THING = re.compile(r"\bthe ([a-z][a-z-]+ [a-z][a-z-]+)(?: ([a-z][a-z-]+))?\b")
 
 
@@ -742,7 +747,9 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
                 tail=value is tail and cased(text),  # (all lower case: casing tells nothing)
                 loose=loose, others=others,
                 detail=detail, period=frozenset(_PERIOD.findall(text)), qualifiers=qualifiers, inner=inner,
-                lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"))
+                lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"),
+                thing=any(sp.start == sp.end == 0 and sp.key == subject.key for sp in other_names),
+                changed=_CHANGED.search(masked) is not None)
 
 
 def keyable(fact: Fact | None) -> TypeGuard[Fact]:
@@ -790,6 +797,8 @@ def compare(old: Fact, new: Fact) -> Verdict:
         return "child_update" if same and len(new.detail - old.detail) >= 2 else "unknown"
     if old.subject_key != new.subject_key:
         return "separate"  # another subject (twins, sister companies, a manager chain)
+    if (old.thing or new.thing) and old.value_key != new.value_key and not (old.changed or new.changed):
+        return "separate"  # "Tom owns the payments roadmap" / "Ana owns the payments roadmap": maybe both do
     if old.tail != new.tail and not (shared_relation(old, new) or "").startswith("favourite_"):
         return "separate"  # "Tom's car is red" says nothing about "Tom drives a Toyota"
     if old.past or new.past:

@@ -253,8 +253,8 @@ class RuleValidator:
             if (was.read and now.read and was.subject == now.subject and not qualified
                     and not (negates(c.content) and not was.chosen) and not (negates(write.content) and not now.chosen)
                     and not read(write.content, c.content).also):
-                return "contradiction_fork", Statement(was.subject, was.attribute, was.value, now.value,
-                                                       "a state in words", False)
+                return "contradiction_fork", Statement(spelled(write.content, now.subject), now.attribute, was.value,
+                                                       now.value, "a state in words", True)
             return "separate", None  # another holder ("her sister is vegan"), a noun ("vegan cakes"), "not"
         held, holds = title(canonical(c.content)), title(canonical(write.content))
         if held and holds and held.subject == holds.subject and (held.org == holds.org or not held.org
@@ -394,6 +394,22 @@ def canonical_key(fact: Fact, near: Candidate | None, relation: str, *, spelled:
     return spelled or fact.subject, relation
 
 
+def spelled(text: str, words_: str) -> str:
+    """The words as the text writes them ("nikhil rao" -> "Nikhil Rao"), or the words."""
+    m = re.search(r"\b" + r"\W+".join(map(re.escape, words_.split())) + r"\b", canonical(text), re.IGNORECASE)
+    return m.group() if m else words_
+
+
+def state_key(text: str) -> tuple[str, str, str] | None:
+    """The key a sentence's state or job title gives (subject, attribute, value), when it tells one of its
+    subject alone, now ("Nikhil Rao went fully vegan" -> (Nikhil Rao, diet, vegan))."""
+    now = state(text)
+    if now is not None and now.read and now.lower_case and (now.chosen or not negates(text)):
+        return spelled(text, now.subject), now.attribute, now.value
+    held = title(canonical(text))
+    return (held.written, "job_title", held.title) if held else None
+
+
 def with_text_keys(write: IncomingWrite, decision: Decision, candidates: Sequence[Candidate]) -> Decision:
     """A text-only write placed in the tree as a fact of its own (a new branch, a correction) gets the key
     its sentence states, when it reads one. A refinement does not: its parent holds the key."""
@@ -402,8 +418,8 @@ def with_text_keys(write: IncomingWrite, decision: Decision, candidates: Sequenc
     target = next((c for c in candidates if c.id == decision.target_id), None)
     fact = extract(write.content, target.content if target else None)
     if fact is None or fact.loose and not (fact.lexical or fact.negated or fact.past):
-        # outside the lexicon: a key only where the grammar marks the subject
-        key = single_key(write.content)
+        # outside the lexicon: a state or a job title in words, else a key only where the grammar marks the subject
+        key = state_key(write.content) or single_key(write.content)
         return replace(decision, subject=key[0], relation=key[1], value=key[2]) if key else decision
     if not keyable(fact):
         return decision

@@ -173,6 +173,7 @@ def test_a_state_or_a_title_keys_a_text_write(rules, embedder):
     assert state_key("Wiebke Sand went fully vegetarian.") == ("Wiebke Sand", "diet", "vegetarian")
     assert state_key("Wiebke Sand's brother is vegetarian.")[0] == "Wiebke Sand's brother"  # his diet, not hers
     assert state_key("Wiebke Sand is not vegetarian.") is None
-    assert state_key("Ostfeld Bank promoted Wiebke Sand to lead auditor.") == ("Wiebke Sand", "job_title", "lead auditor")
+    assert state_key("Ostfeld Bank promoted Wiebke Sand to lead auditor.") == ("Wiebke Sand", "job_title",
+                                                                                "lead auditor")
     d, _ = decide(rules, embedder, "Wiebke Sand is vegetarian.", "Wiebke Sand went fully vegan.", pregated=True)
     assert d.kind == "contradiction_fork" and (d.subject, d.relation, d.value) == ("Wiebke Sand", "diet", "vegan")

@@ -14,7 +14,7 @@ from tests.fix_placement import decide
     ("Nikhil Rao went fully vegan in May.", "diet", "vegan", "nikhil rao"),
     ("I'm vegetarian.", "diet", "vegetarian", "i"),
     ("Marta Silva's diet is now pescatarian.", "diet", "pescatarian", "marta silva"),
-    ("Project Wren has been put on hold.", "status", "on hold", "wren"),  # a generic noun before a name is no part of it
+    ("Project Wren has been put on hold.", "status", "on hold", "wren"),  # "Project": no part of the name
     ("Project Kite is back in active development.", "status", "active", "kite"),
     ("The Atlas project was cancelled.", "status", "cancelled", "atlas project"),
 ])

@@ -171,8 +171,8 @@ def _reported(m: re.Match[str]) -> str:
 _SHOUTED = re.compile(r"[A-Z]{2,}\W+[A-Z]{2,}\W+[A-Z]{2,}")
 
 
-_PER_PERIOD = re.compile(r"(\d(?:[\d,.]*\d)?\s*(?:[kKmM]\b|%)?(?:\s*[a-z]+)?\s+)(?:a|per|each|every)\s+(year|month|week|day)\b",
-                         re.IGNORECASE)
+_PER_PERIOD = re.compile(r"(\d(?:[\d,.]*\d)?\s*(?:[kKmM]\b|%)?(?:\s*[a-z]+)?\s+)"
+                         r"(?:a|per|each|every)\s+(year|month|week|day)\b", re.IGNORECASE)
 _PERIODICAL = {"year": "annual", "month": "monthly", "week": "weekly", "day": "daily"}
 
 

@@ -89,7 +89,8 @@ RELATIONS: tuple[Relation, ...] = (
                       r"|\bmoved to\b" + _NOT_TEAM + r"|\brelocated to\b|\bsettled in\b|\bbased (?:in|out of)\b"),
     _rel("employer", r"\bwork(?:s|ed)? (?:at|for)\b|\bworking (?:at|for)\b|\bemployed (?:by|at)\b|\bemployer\b"
                      r"|\bjob (?:at|with)\b|\bemploys\b|\bhired\b|\bjoined\b" + _NOT_TEAM + r"|\bon the payroll of\b"
-                     r"|\bemployee (?:of|at)\b|\bwhere § works\b|\bis an? (?!(?:[a-z-]+ )?" + _UNPAID + r"\b)(?:[a-z-]+ ){1,2}at\b",
+                     r"|\bemployee (?:of|at)\b|\bwhere § works\b"
+                     r"|\bis an? (?!(?:[a-z-]+ )?" + _UNPAID + r"\b)(?:[a-z-]+ ){1,2}at\b",
          r"\bemploys\b|\bhired\b(?! by)"),
     _rel("lead", r"\blead\b|\bled by\b|\bheaded by\b|\bin charge of\b|\brun by\b|" + _LEADS, _LEADS),
     # "has a subscription to X", "holds a membership at X", "has an account with X": one held among many

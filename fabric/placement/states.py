@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 # attribute -> (value, the words that state it). One value per subject at a time.
 _STATES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -94,6 +95,7 @@ def _subject(before: list[str], said: str) -> str:
     return " ".join(words)
 
 
+@lru_cache(maxsize=16384)
 def state(text: str) -> State | None:
     """The one state the sentence tells, if it tells a state of one attribute; None if none, or two."""
     text = re.sub(r"\b([iI])['’]m ", r"\1 am ", text)
@@ -169,6 +171,7 @@ class Title:
     written: str   # the subject as written
 
 
+@lru_cache(maxsize=16384)
 def title(text: str) -> Title | None:
     """The job title one sentence gives a person now, if it gives one in a frame of `_ROLE_FRAMES`."""
     if _NOT_NOW.search(text):

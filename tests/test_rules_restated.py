@@ -93,15 +93,6 @@ def test_a_thing_named_in_lower_case_words_in_both_sentences():
                    "Amal Haddad owns the desktop release checklist.") is None
 
 
-def test_restatements_through_the_validator(rules, embedder):
-    d, _ = decide(rules, embedder, "Ingrid Maas is married to Pieter Bos.",
-                  "Ingrid Maas is in a relationship with Karel Smit now.")
-    assert d.kind == "contradiction_fork"
-    d, _ = decide(rules, embedder, ["Ingrid Maas is married to Pieter Bos.", "Ingrid Maas lives in Utrecht."],
-                  "Ingrid Maas partners with Delftware Studio on a new collection.")
-    assert d.kind == "new_branch"
-
-
 @pytest.mark.parametrize("old, new", [
     ("Keiko Arai is a data analyst at Fernwood Bank.", "Fernwood Bank promoted Keiko Arai to analytics manager."),
     ("Keiko Arai is the head of payments at Fernwood Bank.", "Fernwood Bank made Keiko Arai its Chief Risk Officer."),
@@ -123,36 +114,31 @@ def test_other_titles_of_other_places_or_people_stay_apart(rules, embedder, old,
     assert d.kind != "contradiction_fork"
 
 
-def test_a_preference_switched_with_the_old_one_denied(rules, embedder):
-    d, _ = decide(rules, embedder, "Rafael Souza prefers coffee over tea.",
-                  "Rafael Souza switched to tea and would rather not have coffee anymore.", pregated=True)
-    assert d.kind == "contradiction_fork"
-    d, _ = decide(rules, embedder, "Rafael Souza prefers coffee over tea.",
-                  "Rafael Souza's sister prefers tea over coffee.", pregated=True)
-    assert d.kind != "contradiction_fork"
-
-
-def test_a_fact_of_a_relative_is_no_repeat_and_another_person_no_correction(rules, embedder):
-    d, _ = decide(rules, embedder, "Lucia Ferrante's husband works at Vantor Systems.",
-                  "Lucia Ferrante works at Vantor Systems.", pregated=True)
-    assert d.kind == "new_branch"
-    # "Y is where X works": X is the subject; another person at Y corrects nothing
-    d, _ = decide(rules, embedder, "Vantor Systems is where Lucia Ferrante works now.",
-                  "Marco Ferrante works at Vantor Systems.", pregated=True)
-    assert d.kind == "new_branch"
-    # a detail about someone living with them is no fact of theirs: still the same home, in more words
-    d, _ = decide(rules, embedder, "Lucia Ferrante lives in Turin.",
-                  "Lucia Ferrante lives in Turin, in a flat near the river with her husband.", pregated=True)
-    assert d.kind == "child_update"
-
-
-def test_an_office_line_is_not_a_persons_new_number(rules, embedder):
-    d, _ = decide(rules, embedder, "Jonas Brandt changed numbers: 0171 555 0199.",
-                  "Jonas Brandt's office number is 030 555 0100.", pregated=True)
-    assert d.kind != "contradiction_fork"
-    d, _ = decide(rules, embedder, "Jonas Brandt's mobile is 0171 555 0199.",
-                  "Jonas Brandt got a new number: 0171 555 0142.", pregated=True)
-    assert d.kind == "contradiction_fork"
+# (old, new, what the validator must decide; "!" + a kind: anything but that kind)
+@pytest.mark.parametrize("old, new, kind", [
+    # a life partner in other words; a business partner is another fact
+    ("Ingrid Maas is married to Pieter Bos.", "Ingrid Maas is in a relationship with Karel Smit now.",
+     "contradiction_fork"),
+    ("Ingrid Maas is married to Pieter Bos.", "Ingrid Maas partners with Delftware Studio on a new collection.",
+     "new_branch"),
+    # a preference switched, the old one denied in the same sentence; a relative's preference
+    ("Rafael Souza prefers coffee over tea.", "Rafael Souza switched to tea and would rather not have coffee anymore.",
+     "contradiction_fork"),
+    ("Rafael Souza prefers coffee over tea.", "Rafael Souza's sister prefers tea over coffee.", "!contradiction_fork"),
+    # a relative's fact is no repeat; "Y is where X works": X is the subject, another person at Y corrects nothing
+    ("Lucia Ferrante's husband works at Vantor Systems.", "Lucia Ferrante works at Vantor Systems.", "new_branch"),
+    ("Vantor Systems is where Lucia Ferrante works now.", "Marco Ferrante works at Vantor Systems.", "new_branch"),
+    # someone living with them is a detail: the same home, in more words
+    ("Lucia Ferrante lives in Turin.", "Lucia Ferrante lives in Turin, in a flat near the river with her husband.",
+     "child_update"),
+    # an office line is not a person's new number; a mobile is their own number
+    ("Jonas Brandt changed numbers: 0171 555 0199.", "Jonas Brandt's office number is 030 555 0100.",
+     "!contradiction_fork"),
+    ("Jonas Brandt's mobile is 0171 555 0199.", "Jonas Brandt got a new number: 0171 555 0142.", "contradiction_fork"),
+])
+def test_through_the_validator(rules, embedder, old, new, kind):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind != kind[1:] if kind.startswith("!") else d.kind == kind
 
 
 def test_a_thing_in_lower_case_words_is_corrected_only_when_said_to_change():

@@ -61,3 +61,15 @@ def test_a_short_run_counts_every_turn_once(fab):
     text = bs.markdown(res, "fabric bench stream --limit 15")
     assert "| turns | collapsed as duplicate | superseded | parked |" in text
     assert "control-1 superseded by control-2" in text
+
+
+def test_the_cli_runs_a_stream_and_writes_its_results(database_url, redis_url, tmp_path, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    path = tmp_path / "control.jsonl"
+    path.write_text("".join(json.dumps({"id": t.id, "text": t.text}) + "\n" for t in CONTROL))
+    res = CliRunner().invoke(app, ["bench", "stream", "--stream", str(path), "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert "control-1 superseded by control-2" in res.output
+    data = json.loads((tmp_path / "stream.json").read_text())
+    assert data["turns"] == 2 and data["superseded"] == 1 and (tmp_path / "stream.md").is_file()

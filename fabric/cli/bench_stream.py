@@ -7,11 +7,9 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.markdown import Markdown
 
-from .app import JsonOpt, connected, console, err_console, handle_errors, print_json
-from .bench import bench_app
+from .app import JsonOpt, connected, console, err_console, handle_errors
+from .bench import bench_app, emit
 
 
 @bench_app.command("stream")
@@ -30,7 +28,6 @@ def stream(
 
     Example: fabric bench stream --json
     """
-    from ..bench.report import write_json
     from ..bench.stream import load_stream, markdown, run
 
     started = time.perf_counter()
@@ -40,14 +37,4 @@ def stream(
     with connected(run_worker=worker) as fab, handle_errors():
         results = run(fab, turns, progress=lambda msg: progress.print(f"[dim]{msg}[/]"))
     command = "fabric bench stream" + (f" --stream {path}" if path else "") + (f" --limit {limit}" if limit else "")
-    text = markdown(results, command)
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        write_json(results, out / "stream.json")
-        (out / "stream.md").write_text(text)
-    if as_json:
-        print_json(results)
-        return
-    page = console if console.is_terminal else Console(width=max(console.width, 130))
-    page.print(Markdown(text))
-    page.print(f"[dim]{time.perf_counter() - started:.0f} s[/]")
+    emit(results, markdown(results, command), name="stream", out=out, as_json=as_json, started=started)

@@ -83,6 +83,7 @@ def test_a_lower_case_brand_where_the_grammar_marks_a_name():
     assert [sp.key for sp in names("The Orwell library's reading room opens at 9.")][0] == "orwell"
     assert all(sp.key != "today" for sp in names("Check Lena Ortiz's notes before today's call."))
     assert all(sp.key != "company" for sp in names("Lena Ortiz runs the company's Berlin office."))
+    assert [sp.key for sp in names("rent is €900 at the Lisbon flat")] == ["900", "lisbon"]
 
 
 def test_a_thing_named_in_lower_case_words_in_both_sentences():

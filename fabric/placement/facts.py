@@ -318,8 +318,8 @@ def _lower_brand(toks: list[tuple[int, int, str]], i: int, text: str) -> bool:
     tok = toks[i][2]
     low = tok.casefold().removesuffix("'s").removesuffix("’s")
     if not tok[0].islower() or not low.isalpha() or low in _COMMON or low in _STOP or low in _NOT_BRANDS \
-            or low in _TITLES or not cased(text):
-        return False
+            or low in _TITLES or not cased(text) or any(r.words.search(low) for r in RELATIONS):
+        return False  # ("rent is €900 at the Lisbon flat": a relation's word, no name)
     if tok.endswith(("'s", "’s")):
         before = toks[i - 1][2] if i else ""  # not "the Arden contract's": the head noun of a name
         return not before or before[0].islower() and before not in _DETERMINER_WORDS

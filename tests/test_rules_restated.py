@@ -45,6 +45,7 @@ def test_one_attribute_in_words_of_one_class(old, new):
 @pytest.mark.parametrize("old, new", [
     # a business partner is no life partner; another company's owner; another period's figure
     ("Ines Carvalho's partner is Tomasz Bielecki.", "Ines Carvalho partners with Northgate Legal."),
+    ("Brightmoor Group's partner is Northgate Legal.", "Brightmoor Group's partner is Halden Audit."),
     ("Quillon Games is owned by Brightmoor Group.", "Harlow Capital bought Pellucid Audio."),
     ("The Nimbus plan costs $9 per month.", "The Nimbus plan costs $90 a year."),
     ("Oren Fadel's birthday is June 9.", "Oren Fadel's sister was born on June 19."),

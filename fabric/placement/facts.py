@@ -812,6 +812,8 @@ def compare(old: Fact, new: Fact) -> Verdict:
         return "duplicate"
     if shared_relation(old, new) in _MULTI or old.negated or new.negated:
         return "separate"  # a second showroom is not a moved one
+    if shared_relation(old, new) == "spouse" and new.subject_key.split()[-1] in _COMPANY_WORDS:
+        return "separate"  # "Arden Labs' partner is ...": a company has business partners, many at once
     if new.inner - old.inner - {old.value_key, name_key(old.value)}:
         return "separate"  # a narrower fact: "X's favourite restaurant in Paris is ..."
     if currency(old.value) and currency(new.value) and currency(old.value) != currency(new.value):

@@ -12,7 +12,7 @@ from tests.fix_placement import decide
 
 @pytest.mark.parametrize("text, attribute, value, subject", [
     ("Nikhil Rao went fully vegan in May.", "diet", "vegan", "nikhil rao"),
-    ("I'm vegetarian.", "diet", "vegetarian", "i"),
+    ("I'm vegetarian.", "diet", "vegetarian", "user"),
     ("Marta Silva's diet is now pescatarian.", "diet", "pescatarian", "marta silva"),
     ("Project Wren has been put on hold.", "status", "on hold", "wren"),  # "Project": no part of the name
     ("Project Kite is back in active development.", "status", "active", "kite"),

@@ -101,11 +101,40 @@ _ISO_DATE = re.compile(r"\d{4}-\d\d-\d\d")
 _THERE = re.compile(r"\b((?:at|in)\s+(?:[A-Z][\w&'.-]*)(?:\s+[A-Z][\w&'.-]*)*)\s*([:;,–—-])(.*?)\bthere\b")
 
 
-# Chat memories name their subject "the user", "User", "I" or "my": one subject, written "User".
+# Chat memories name their subject "the user", "User", "I", "me" or "my": one subject, written "User";
+# "we" / "our" / "us" name another, the user's team, written "Team". A first-person verb is put in the third
+# person ("I drive" -> "User drives"), as the lexicon reads a named subject's. "I" after a lower-case word
+# or at a clause's start only ("btw I live"), not "World War I ended".
+_VERB = (r"((?:(?:now|still|also|currently|just|actually|really|only|mostly|usually|no longer|recently)\s+)?)"
+         r"([a-z]+)\b(?!['’])")
+_I = "(?:^|(?<=[.!?,;:]\\s)|" + "|".join(rf"(?<=\b[a-z]{{{n}}}\s)" for n in range(1, 13)) + ")I"
+# "we" as a clause's subject only: "on Fridays we hold the retro" tells of an event, no team's attribute
+_WE = "(?:^|" + "|".join(rf"(?<=\b{w}\s)" for w in ("so", "and", "but", "btw", "fyi", "also", "now")) \
+    + r"|(?<=[.!?,;:]\s))[Ww]e"
 _USER = ((re.compile(r"\b(?:the\s+)?user(?=\b(?!-))", re.IGNORECASE), "User"),
-         (re.compile(r"\b[Mm]y\b"), "User's"), (re.compile(r"\bI'm\b"), "User is"),
-         (re.compile(r"\bI've\b"), "User has"),
-         (re.compile(r"(?:^|(?<=[.!?,;:]\s)|(?<=\band\s)|(?<=\bbut\s)|(?<=\bso\s))I(?= [a-z])"), "User"))
+         (re.compile(r"\b[Mm]y\b"), "User's"), (re.compile(_I + r"['’]m\b"), "User is"),
+         (re.compile(_I + r"['’]ve\b"), "User has"), (re.compile(_I + r"['’]d\b"), "User would"),
+         (re.compile(_I + r" " + _VERB), lambda m: _agree("User", m)),
+         (re.compile(r"\b(?:[Oo]ur|[Mm]y) (?:team|company|org|organi[sz]ation|startup|group)\b(?!['’])"), "Team"),
+         (re.compile(_WE + r"['’]re\b"), "Team is"), (re.compile(_WE + r"['’]ve\b"), "Team has"),
+         (re.compile(_WE + " " + _VERB), lambda m: _agree("Team", m)), (re.compile(r"\b[Oo]ur\b(?= [a-z])"), "Team's"))
+_ME = re.compile(r"(?<=[a-z] )me\b(?!['’-])")
+_NOT_VERBS = frozenset("""can could will would shall should may might must did do does is was were has had
+am are have used got went is been being not never to a an the and or but now""".split())
+_IRREGULAR = {"am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "go": "goes"}
+
+
+def _agree(subject: str, m: re.Match[str]) -> str:
+    """"I work at" -> "User works at": the third person the lexicon's verbs are written in."""
+    verb = m.group(2)
+    if verb in _IRREGULAR:
+        verb = _IRREGULAR[verb]
+    elif not (verb in _NOT_VERBS or verb.endswith(("ed", "s", "ing")) or len(verb) < 2):
+        verb = verb[:-1] + "ies" if re.search(r"[^aeiou]y$", verb) else \
+            verb + "es" if verb.endswith(("sh", "ch", "x", "o", "z")) else verb + "s"
+    return f"{subject} {m.group(1)}{verb}"
+
+
 # "X said (that) they moved ...", "X told me his ...": the speaker's own fact, told as X's ("X moved ...").
 _REPORTED = re.compile(r"\b([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)\s+(?:said|says|mentioned|mentions|told\s+(?:me|us)"
                        r"|tells\s+(?:me|us)|noted|notes|explained|shared|confirmed|confirms|reported|wrote)"
@@ -187,6 +216,7 @@ def canonical(text: str) -> str:
     for pattern, user in _USER:
         t = pattern.sub(user, t)
     t = _REPORTED.sub(_reported, t)
+    t = _ME.sub("User", t)  # after reported speech ("told me they moved")
     t = _NO_LONGER.sub(_no_longer, t)
     t = _USED_TO_CLAUSE.sub(" ", t)
     t = _HONORIFIC.sub(r"\1 ", t)

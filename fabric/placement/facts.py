@@ -478,7 +478,23 @@ _STOP = frozenset("""a an the is are was were be been being has have had of in o
     passed about around roughly approximately nearly almost circa""".split())
 
 
+# "X's wife works at Y": the wife holds the fact her verb states; "wife" names whose it is, not X's spouse.
+_SPOUSE_HOLDS = re.compile(r"§['’]s?\s+(?:(?:new|current|late)\s+)?(?:wife|husband|spouse|partner)\s+"
+                           r"(?:now\s+|also\s+|still\s+)?(?!(?:is|was|has|as|this|its|his|always|thus)\b)[a-z]+(?:s|ed)\b")
+
+
 def _relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int, str]]]:
+    """`_lexicon_relations`, less a spouse's word that says whose another relation is."""
+    rels, at, covered = _lexicon_relations(masked)
+    holds = _SPOUSE_HOLDS.search(masked)
+    if holds:  # (what the spouse does, "teaches at Y", is no relation of X's)
+        rels = [r for r in rels if r.name != "spouse"]
+        covered = [c for c in covered if c[2] != "spouse"]
+        at = min((start for start, _, name in covered if name == rels[0].name), default=-1) if rels else -1
+    return rels, at, covered
+
+
+def _lexicon_relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int, str]]]:
     """The lexicon groups the masked sentence fits, where the first one's words sit, and the
     character ranges of every relation word found. Without a lexicon group, a relational noun
     ("the mayor of X", "X's mayor") names the attribute by itself."""
@@ -780,6 +796,8 @@ def shared_relation(a: Fact, b: Fact) -> str | None:
     both = a.relations & b.relations
     if not both:
         return None
+    if a.relation == b.relation and a.relation in both:
+        return a.relation  # "based in", said of a person by both: a home (as `_name` chose), not a head office
     order = [r.name for r in RELATIONS]
     return min(both, key=lambda n: order.index(n) if n in order else -1)
 

@@ -83,6 +83,20 @@ days mornings evenings weekends python rust go java vim emacs linux mac windows 
 _GENERIC = frozenset("project projects programme program initiative operation".split())
 
 
+# First person and "the user" are one holder in a chat memory ("btw i'm vegan now" / "the user is vegetarian");
+# "we" is another, the team (align.canonical writes them "User" and "Team" for the lexicon).
+_DISCOURSE = frozenset("btw fyi oh ok okay so also update heads up well anyway hey honestly just note".split())
+_HOLDERS = {"i": "user", "me": "user", "user": "user", "we": "team", "our team": "team", "my team": "team"}
+
+
+def _holder(words: list[str]) -> str:
+    """The subject's words, the first person and "user" written "user", a chat's opening word ("btw") dropped."""
+    while len(words) > 1 and words[0] in _DISCOURSE:
+        words = words[1:]
+    said = " ".join(words)
+    return _HOLDERS.get(said, said)
+
+
 def _subject(before: list[str], said: str) -> str:
     """The state's holder: the words before it, fillers dropped; in "X shipped and is now in maintenance",
     the words before the first verb of the clause."""
@@ -92,18 +106,19 @@ def _subject(before: list[str], said: str) -> str:
         words = first[:-1]  # (not "Omar and Lea are vegan": two holders)
     while len(words) > 1 and words[0] in _GENERIC:
         words = words[1:]
-    return " ".join(words)
+    return _holder(words)
 
 
 @lru_cache(maxsize=16384)
 def state(text: str) -> State | None:
     """The one state the sentence tells, if it tells a state of one attribute; None if none, or two."""
     text = re.sub(r"\b([iI])['’]m ", r"\1 am ", text)
+    text = re.sub(r"\b([wW]e)['’]re ", r"\1 are ", text)
     homes = list(_HOME.finditer(text))
     if len(homes) == 1 and homes[0].group(1).lower() not in _NOT_PLACE:
         m, low = homes[0], text.lower()
         before = re.findall(r"[\w'’-]+", low[:m.start()])
-        subject = " ".join(w for w in before if w not in _FILLER)
+        subject = _holder([w for w in before if w not in _FILLER])
         after = re.findall(r"[\w'’-]+", low[m.end():])
         read = bool(subject) and (not after or after[0] in _AFTER) and not _THEN.search(low) \
             and not _NEGATED.search(low)

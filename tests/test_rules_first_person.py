@@ -21,6 +21,7 @@ from tests.fix_placement import decide
     ("Kestrel Bank hired me in May.", "Kestrel Bank hired User in May."),
     ("We use Postgres for billing.", "Team uses Postgres for billing."),
     ("Our team moved to Lisbon.", "Team moved to Lisbon."),
+    ("Our main database runs Postgres.", "Our main database runs Postgres."),
     # no pronoun: a Roman numeral after a name, "we" inside a clause about an event
     ("World War I ended in 1918.", "World War I ended in 1918."),
     ("On Fridays we hold the sprint demo.", "On Fridays we hold the sprint demo."),

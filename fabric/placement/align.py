@@ -102,9 +102,10 @@ _THERE = re.compile(r"\b((?:at|in)\s+(?:[A-Z][\w&'.-]*)(?:\s+[A-Z][\w&'.-]*)*)\s
 
 
 # Chat memories name their subject "the user", "User", "I", "me" or "my": one subject, written "User";
-# "we" / "our" / "us" name another, the user's team, written "Team". A first-person verb is put in the third
-# person ("I drive" -> "User drives"), as the lexicon reads a named subject's. "I" after a lower-case word
-# or at a clause's start only ("btw I live"), not "World War I ended".
+# "we" and "our team" name another, the user's team, written "Team" ("our" alone is left: in "our main
+# database" the database is the holder). A first-person verb is put in the third person ("I drive" ->
+# "User drives"), as the lexicon reads a named subject's. "I" after a lower-case word or at a clause's
+# start only ("btw I live"), not "World War I ended".
 _VERB = (r"((?:(?:now|still|also|currently|just|actually|really|only|mostly|usually|no longer|recently)\s+)?)"
          r"([a-z]+)\b(?!['’])")
 _I = "(?:^|(?<=[.!?,;:]\\s)|" + "|".join(rf"(?<=\b[a-z]{{{n}}}\s)" for n in range(1, 13)) + ")I"
@@ -117,7 +118,7 @@ _USER = ((re.compile(r"\b(?:the\s+)?user(?=\b(?!-))", re.IGNORECASE), "User"),
          (re.compile(_I + r" " + _VERB), lambda m: _agree("User", m)),
          (re.compile(r"\b(?:[Oo]ur|[Mm]y) (?:team|company|org|organi[sz]ation|startup|group)\b(?!['’])"), "Team"),
          (re.compile(_WE + r"['’]re\b"), "Team is"), (re.compile(_WE + r"['’]ve\b"), "Team has"),
-         (re.compile(_WE + " " + _VERB), lambda m: _agree("Team", m)), (re.compile(r"\b[Oo]ur\b(?= [a-z])"), "Team's"))
+         (re.compile(_WE + " " + _VERB), lambda m: _agree("Team", m)))
 _ME = re.compile(r"(?<=[a-z] )me\b(?!['’-])")
 _NOT_VERBS = frozenset("""can could will would shall should may might must did do does is was were has had
 am are have used got went is been being not never to a an the and or but now""".split())

@@ -92,3 +92,41 @@ def test_someone_else_or_another_time_corrects_nothing(rules, embedder, old, new
     d, _ = decide(rules, embedder, old, new, pregated=True)
     assert d.kind == "new_branch", d.reason
     assert d.subject != "User" or d.relation != "home_city" and d.relation != "employer"
+
+
+# ------------------------------------------------------------------ hours and month deadlines (round 9, item 3)
+
+@pytest.mark.parametrize("text, read", [
+    ("The Larchmont library is open 9 to 5.", "The Larchmont library is open 09:00-17:00."),
+    ("It is now open from 10am to 6pm.", "It is now open from 10:00-18:00."),
+    ("It now opens at 10 and closes at 6.", "It now opens 10:00-18:00."),
+    ("Its hours are 8:00–20:00.", "Its hours are 08:00-20:00."),
+    ("The audit is due by the end of June 2025.", "The audit is due by June 2025."),
+    # no opening hours: a bare range of something else
+    ("Growth was 5 to 7 percent.", "Growth was 5 to 7%."),
+    ("It is open 7 days a week.", "It is open 7 days weekly."),
+])
+def test_opening_hours_and_a_month_end_are_written_one_way(text, read):
+    assert canonical(text) == read
+
+
+@pytest.mark.parametrize("old, new, kind", [
+    ("The Larchmont library is open 9 to 5.", "The Larchmont library is now open from 10am to 6pm.",
+     "contradiction_fork"),
+    ("The Larchmont library is open 9:00-17:00.", "The Larchmont library now opens at 10 and closes at 6.",
+     "contradiction_fork"),
+    ("The Larchmont library is open 9 to 5.", "The Larchmont library is open from 9am to 5pm.", "duplicate"),
+    ("The Corvid migration is due in May 2025.", "The Corvid migration deadline moved to the end of June 2025.",
+     "contradiction_fork"),
+    ("The Corvid migration is due by the end of June 2025.", "The Corvid migration is due in June 2025.",
+     "duplicate"),
+])
+def test_hours_and_month_deadlines_restated(rules, embedder, old, new, kind):
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == kind and target == old, d.reason
+
+
+def test_hours_of_other_days_stay_apart(rules, embedder):
+    d, _ = decide(rules, embedder, "The Larchmont library is open 9 to 5 on weekdays.",
+                  "The Larchmont library is open 10 to 4 on Saturdays.", pregated=True)
+    assert d.kind == "new_branch", d.reason

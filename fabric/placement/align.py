@@ -85,6 +85,36 @@ _BARE_CLOCK = re.compile(r"\b(\d{1,2}):(\d\d)\b")
 _DAY_PART = re.compile(r"(\d\d:\d\d)\s+(?:in the (?:morning|afternoon|evening)|at night)\b", re.IGNORECASE)
 
 
+# Opening hours, one value however written: "9 to 5", "from 10:00 to 18:00", "8:00–20:00", "opens at 10
+# and closes at 6" -> "09:00-17:00". A bare hour only after a word of opening hours; an end hour not after
+# the start, or before 8, is in the afternoon ("9 to 5", "10 to 6").
+_HOURS_WORD = (r"((?:\b(?:open|opens|opened|staffed|hours(?: are| of)?|shifts? (?:is|are|runs?))\s+"
+               r"(?:from\s+|between\s+)?))")
+_BARE_HOURS = re.compile(_HOURS_WORD + r"(\d{1,2}|\d\d:\d\d)\s*(?:to|till|until|and|-|–|—)\s*(\d{1,2}|\d\d:\d\d)"
+                         r"\b(?![:.]\d)"
+                         r"(?!\s*(?:%|percent|people|years?|days?|weeks?|months?|hours?|minutes?))", re.IGNORECASE)
+_OPEN_CLOSE = re.compile(r"\b(opens?|opened)\s+(?:at\s+)?(\d{1,2}|\d\d:\d\d)\s*(?:,\s*)?(?:and\s+)?"
+                         r"(?:closes?|closed|shuts?)\s+(?:at\s+)?(\d{1,2}|\d\d:\d\d)\b(?![:.]\d)", re.IGNORECASE)
+_HOURS = re.compile(r"\b(\d\d:\d\d)\s*(?:to|till|until|-|–|—)\s*(\d\d:\d\d)\b")
+# "by the end of June 2025" is the month's deadline: "June 2025"
+_MONTH_END = re.compile(r"\b(?:the\s+)?(?:end|close|last day)\s+of\s+(" + "|".join(
+    "January February March April May June July August September October November December".split())
+    + r")\b", re.IGNORECASE)
+
+
+def _hour(said: str, start: str | None) -> str:
+    """A clock time or a bare hour of opening hours as HH:MM (`start`: the range's first hour, for its end)."""
+    if ":" in said:
+        return said
+    hour = int(said)
+    first = None if start is None else int(start.split(":")[0])
+    if first is None:
+        hour += 12 if hour < 6 else 0
+    elif hour <= 12 and (hour <= first or hour < 8):
+        hour += 12
+    return f"{hour % 24:02d}:00"
+
+
 def _clock(m: re.Match[str]) -> str:
     hour, minute = int(m.group(1)), int(m.group(2) or 0)
     after = m.string[m.end():m.end() + 30].lower()
@@ -245,7 +275,11 @@ def canonical(text: str) -> str:
                    and not _ISO_DATE.fullmatch(m.group()) else m.group(), t)  # "555 0177" -> "555-0177": one token
     t = _CLOCK.sub(_clock, t)
     t = _BARE_CLOCK.sub(lambda m: f"{int(m.group(1)):02d}:{m.group(2)}" if int(m.group(1)) < 24 else m.group(), t)
-    return _DAY_PART.sub(r"\1", t)
+    t = _DAY_PART.sub(r"\1", t)
+    t = _OPEN_CLOSE.sub(lambda m: f"{m.group(1)} {_hour(m.group(2), None)}-{_hour(m.group(3), m.group(2))}", t)
+    t = _BARE_HOURS.sub(lambda m: f"{m.group(1)}{_hour(m.group(2), None)}-{_hour(m.group(3), m.group(2))}", t)
+    t = _HOURS.sub(r"\1-\2", t)
+    return _MONTH_END.sub(r"\1", t)
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -378,8 +412,8 @@ _DATE_WORD = re.compile(r"\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|januar
 
 def _kind(span: Span) -> str:
     """What sort of value: its sort alone says much of the attribute (a phone number, an e-mail, a time)."""
-    if _TIME.fullmatch(span.text):
-        return "time"
+    if _TIME.fullmatch(span.text) or _HOURS.fullmatch(span.text):
+        return "time"  # (or opening hours, "09:00-17:00")
     if "@" in span.text:
         return "email"
     if re.fullmatch(r"\+?\d[\d-]{5,}\d", span.text) and len(re.sub(r"\D", "", span.text)) >= 7:

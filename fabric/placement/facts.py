@@ -175,7 +175,8 @@ _SAME_THING = {"movie": "film", "films": "film", "movies": "film", "novel": "boo
 
 # ----------------------------------------------------------------------------------------- names
 
-_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?(?!\d{4}-\d\d-\d\d\b)(?=(?:-?\d){7})\d{2,4}(?:-\d{2,6}){1,4}\b"
+_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\d\d:\d\d-\d\d:\d\d\b"  # (opening hours: one value)
+                    r"|\+?(?!\d{4}-\d\d-\d\d\b)(?=(?:-?\d){7})\d{2,4}(?:-\d{2,6}){1,4}\b"
                     r"|[$€£]?\d(?:[\d,.:]*\d)?(?:\s?(?:%|am|pm))?|[^\W\d_][\w'’-]*|\S")
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9}
 # Money after the number ("45 kroner", "20 dollars"): one word list for reading names, numbers and units.

@@ -154,3 +154,56 @@ def test_embedded_upgrade_of_a_folder_with_nothing_to_move(tmp_path, folder):
     expected = "nothing to upgrade" if folder == "empty" else "already runs PostgreSQL 18"
     assert expected in " ".join(res.output.split())
     assert sorted(p.name for p in tmp_path.iterdir()) == ([] if folder == "empty" else ["pg"])
+
+
+def test_reads_of_an_org_nothing_was_written_to_say_so(cli, fab, org):
+    """A mistyped --org is an error naming it, not an empty answer (search and belief exited 0 with an
+    empty table, current said "no value")."""
+    fab.wait(fab.write("The Lyon office opens at 9am.", org=org), 60)
+    nobody = f"nobody-{uuid.uuid4().hex[:6]}"
+    for args in (["search", "office hours"], ["belief"], ["current", "Lyon office", "opening_time"]):
+        res = cli(*args, "--org", nobody)
+        assert res.returncode == EXIT_NOT_FOUND, args
+        assert res.stderr == f"not found: no org '{nobody}': nothing was ever written to it\n", args
+    # An org that exists: an empty answer stays an answer.
+    res = cli("current", "Nobody", "employer", "--org", org)
+    assert res.returncode == EXIT_NOT_FOUND and res.stderr.startswith("no value for (Nobody, employer)")
+    res = cli("search", "office", "--org", org, "--json")
+    assert res.returncode == 0 and json.loads(res.stdout)
+    res = cli("revert", str(uuid.uuid4()))
+    assert res.returncode == EXIT_NOT_FOUND and res.stderr.rstrip().endswith("in any org")
+
+
+def fabric_cmd(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(["fabric", *args], env={**os.environ, "COLUMNS": "200", **env}, capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.mark.parametrize("variable, value", [
+    ("DATABASE_URL", "notaurl"), ("REDIS_URL", "localhost:6379"), ("FABRIC_NEIGHBOURS_K", "abc"),
+    ("FABRIC_VALIDATOR", "gpt"),
+])
+def test_a_bad_setting_is_one_line_naming_the_variable(variable, value, tmp_path):
+    """Settings are checked before anything connects; pydantic's and psycopg's tracebacks were printed."""
+    for args in (["current", "Ada", "employer"], ["migrate"], ["worker", "--burst"]):
+        res = fabric_cmd(*args, env={variable: value, "FABRIC_DATA_DIR": str(tmp_path)})
+        assert res.returncode == EXIT_USAGE, (args, res.stderr)
+        assert res.stderr.startswith(f"invalid {variable}: ") and res.stderr.count("\n") == 1, res.stderr
+        assert value in res.stderr
+    assert not list(tmp_path.iterdir()), "nothing was started"
+
+
+def test_redis_down_is_one_line_for_the_commands_that_need_it(database_url, data_dir, org):
+    """`fabric reconcile` and `fabric worker --burst` with Redis unreachable printed redis-py's traceback."""
+    from fabric import Fabric
+
+    down = "redis://127.0.0.1:1/0"
+    with Fabric.connect(database_url, down, run_worker=False) as fab:
+        receipt = fab.write("Ines Rocha lives in Porto.", org=org)
+    assert not receipt.enqueued  # pending in Postgres: the reconciler must ask Redis about it
+    env = {"DATABASE_URL": database_url, "REDIS_URL": down, "FABRIC_DATA_DIR": str(data_dir)}
+    for args, said in ((["reconcile"], "cannot reach Redis to check placement jobs"),
+                       (["worker", "--burst"], "cannot reach Redis")):
+        res = fabric_cmd(*args, env=env)
+        assert res.returncode == 1, (args, res.stderr)
+        assert res.stderr.startswith(f"error: {said}: ") and res.stderr.count("\n") == 1, res.stderr

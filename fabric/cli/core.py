@@ -26,8 +26,8 @@ def migrate(
     from .. import db, servers
     from ..config import Settings
 
-    s = Settings.from_env()
     with handle_errors():
+        s = Settings.from_env()
         url = s.database_url or servers.postgres_url(s.data_dir)
         db.migrate(url, revision=downgrade or "head", embedding_dim=s.embedding_dim, downgrade=bool(downgrade))
         console.print(f"schema at revision [bold]{db.schema_revision(url) or 'base'}[/]")
@@ -121,6 +121,8 @@ def search(
         found = fab.search(query, org=org, k=k, valid_at=parse_time("valid_at", valid_at),
                            known_at=parse_time("known_at", known_at), include_superseded=include_superseded,
                            mode=mode, context=context, explain=explain)
+        if not found:
+            fab.require_org(org)  # a mistyped org is an error, not "nothing found"
     print_json(found) if as_json else console.print(memory_table(found, f"search: {query}", score=True))
 
 
@@ -137,6 +139,8 @@ def current(
     with connected(run_worker=False) as fab:
         m = fab.current_value(subject, relation, org=org, valid_at=parse_time("valid_at", valid_at),
                               known_at=parse_time("known_at", known_at))
+        if m is None:
+            fab.require_org(org)
     if as_json:
         print_json(m)
     elif m is None:
@@ -186,6 +190,8 @@ def belief(
     with connected(run_worker=False) as fab:
         found = fab.belief_state(org=org, valid_at=parse_time("valid_at", valid_at),
                                  known_at=parse_time("known_at", known_at))
+        if not found:
+            fab.require_org(org)
     print_json(found) if as_json else console.print(memory_table(found, f"belief state of {org}"))
 
 
@@ -208,7 +214,8 @@ def embedded_status() -> None:
     """Show the data folder and whether its servers run."""
     from ..config import Settings
 
-    s = Settings.from_env()
+    with handle_errors():
+        s = Settings.from_env()
     pid = s.data_dir / "pg" / "postmaster.pid"
     console.print(f"data folder: {s.data_dir}")
     from ..servers import folder_major
@@ -228,7 +235,8 @@ def embedded_stop() -> None:
     from .. import servers
     from ..config import Settings
 
-    s = Settings.from_env()
+    with handle_errors():
+        s = Settings.from_env()
     pg = servers.stop_postgres(s.data_dir)
     rd = servers.stop_redis(s.data_dir)
     console.print(f"postgres: {'stopped' if pg else 'was not running'}; redis: {'stopped' if rd else 'was not running'}")
@@ -245,8 +253,8 @@ def embedded_upgrade() -> None:
     from .. import servers
     from ..config import Settings
 
-    s = Settings.from_env()
     with handle_errors():
+        s = Settings.from_env()
         before, after = servers.upgrade_postgres(s.data_dir)
     if before is None:
         console.print(f"no PostgreSQL data folder in {s.data_dir}: nothing to upgrade")

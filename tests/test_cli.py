@@ -207,3 +207,20 @@ def test_redis_down_is_one_line_for_the_commands_that_need_it(database_url, data
         res = fabric_cmd(*args, env=env)
         assert res.returncode == 1, (args, res.stderr)
         assert res.stderr.startswith(f"error: {said}: ") and res.stderr.count("\n") == 1, res.stderr
+
+
+def test_fabric_worker_logs_at_FABRIC_LOG_LEVEL(database_url, redis_url, data_dir, org):
+    """docker-compose.yml sets FABRIC_LOG_LEVEL=INFO for `fabric worker`; the command configured RQ's
+    logger only, so fabric's own lines (here the reconciler's) were dropped."""
+    from fabric import Fabric
+
+    with Fabric.connect(database_url, "redis://127.0.0.1:1/0", run_worker=False) as fab:
+        receipt = fab.write("Ines Rocha works at Lusotec.", org=org)
+    env = {"DATABASE_URL": database_url, "REDIS_URL": redis_url, "FABRIC_DATA_DIR": str(data_dir),
+           "FABRIC_QUEUE_NAME": f"log-test-{uuid.uuid4().hex[:6]}", "FABRIC_RECONCILE_GRACE": "0",
+           "FABRIC_LOG_LEVEL": "info"}
+    res = fabric_cmd("worker", "--burst", env=env)
+    assert res.returncode == 0, res.stderr
+    assert "INFO fabric.write.reconcile reconciled" in res.stderr
+    with Fabric.connect(database_url, redis_url, run_worker=False) as fab:
+        assert fab.wait(receipt, 30).decision == "new_branch"

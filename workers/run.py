@@ -141,10 +141,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metrics-port", type=int, default=None,
                         help="serve Prometheus metrics on this port (default: FABRIC_METRICS_PORT)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=os.environ.get("FABRIC_LOG_LEVEL", "WARNING"),
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging()
     return run(Settings.from_env(metrics_port=args.metrics_port), burst=args.burst, parent_pid=args.parent_pid,
                name=args.name)
+
+
+def configure_logging() -> None:
+    """fabric's own log lines (reconciler passes, Redis waits) at FABRIC_LOG_LEVEL; RQ's are set by work()."""
+    logging.basicConfig(level=os.environ.get("FABRIC_LOG_LEVEL", "WARNING").upper(),
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
 
 def run(settings: Settings, *, burst: bool = False, parent_pid: int | None = None, name: str | None = None) -> int:
@@ -179,7 +184,7 @@ def run(settings: Settings, *, burst: bool = False, parent_pid: int | None = Non
             worker.parent_pid = parent_pid
             try:
                 worker.run_reconcile()  # on (re)start: pick up what was lost while no worker ran
-                worker.work(burst=burst, logging_level=os.environ.get("FABRIC_LOG_LEVEL", "WARNING"),
+                worker.work(burst=burst, logging_level=os.environ.get("FABRIC_LOG_LEVEL", "WARNING").upper(),
                             with_scheduler=True)
             except REDIS_DOWN as exc:  # e.g. while registering, or in teardown after a lost job
                 log.warning("Redis unreachable: %s", exc)

@@ -44,10 +44,11 @@ def worker(
 
     Example: REDIS_URL=redis://localhost:6379/0 DATABASE_URL=postgresql://... fabric worker --metrics-port 9464
     """
-    from workers.run import run
+    from workers.run import configure_logging, run
 
     from ..config import Settings
 
+    configure_logging()  # FABRIC_LOG_LEVEL, as docker-compose.yml sets it (the command ignored it)
     with handle_errors():
         raise typer.Exit(run(Settings.from_env(metrics_port=metrics_port), burst=burst, name=name))
 

@@ -224,3 +224,28 @@ def test_fabric_worker_logs_at_FABRIC_LOG_LEVEL(database_url, redis_url, data_di
     assert "INFO fabric.write.reconcile reconciled" in res.stderr
     with Fabric.connect(database_url, redis_url, run_worker=False) as fab:
         assert fab.wait(receipt, 30).decision == "new_branch"
+
+
+def test_ids_may_be_given_as_the_tables_print_them(cli, fab, org):
+    """The tables print the first 8 characters of an id; walk, history, replay and revert refused them
+    ("not a valid id"), so a reader had to rerun with --json to copy a whole one."""
+    from datetime import datetime, timezone
+
+    old = fab.wait(fab.write("Zed Hale lives in Oslo.", org=org, subject="Zed Hale", relation="home_city",
+                             value="Oslo", valid_from=datetime(2020, 1, 1, tzinfo=timezone.utc)), 60)
+    new = fab.wait(fab.write("Zed Hale lives in Bergen.", org=org, subject="Zed Hale", relation="home_city",
+                             value="Bergen", valid_from=datetime(2023, 1, 1, tzinfo=timezone.utc)), 60)
+    assert new.decision == "contradiction_fork"
+    short = str(old.memory_id)[:8]
+    res = cli("walk", short, "--org", org, "--include-superseded", "--json")
+    assert res.returncode == 0, res.stderr
+    assert [m["id"] for m in json.loads(res.stdout)] == [str(old.memory_id)]
+    res = cli("history", short, "--org", org, "--json")
+    assert res.returncode == 0 and [m["value"] for m in json.loads(res.stdout)] == ["Oslo", "Bergen"]
+    res = cli("replay", "--org", org, "--root", short, "--json")
+    assert res.returncode == 0, res.stderr
+    res = cli("revert", str(new.decision_id)[:8], "--json")
+    assert res.returncode == 0 and json.loads(res.stdout)["reverted"] == str(new.decision_id)
+    assert fab.current_value("Zed Hale", "home_city", org=org).value == "Oslo"
+    res = cli("walk", "0000", "--org", org)  # no such id starts so: not found, not "invalid"
+    assert res.returncode == EXIT_NOT_FOUND and "no memory 0000" in res.stderr

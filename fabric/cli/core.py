@@ -7,8 +7,8 @@ from typing import Optional
 import typer
 
 from .app import (
-    EXIT_OK, JsonOpt, OrgOpt, app, connected, console, err_console, handle_errors, memory_table, parse_time,
-    print_json,
+    EXIT_OK, JsonOpt, OrgOpt, app, connected, console, err_console, full_id, handle_errors, memory_table,
+    parse_time, print_json,
 )
 
 embedded_app = typer.Typer(help="The embedded PostgreSQL and Redis in FABRIC_DATA_DIR.", no_args_is_help=True)
@@ -153,28 +153,30 @@ def current(
 
 @app.command()
 def walk(
-    root: str = typer.Argument(..., help="Root memory id."), org: str = OrgOpt,
+    root: str = typer.Argument(..., help="Root memory id (or its first characters)."), org: str = OrgOpt,
     max_depth: Optional[int] = typer.Option(None), include_superseded: bool = typer.Option(False, "--include-superseded"),
     valid_at: Optional[str] = typer.Option(None), known_at: Optional[str] = typer.Option(None),
     as_json: bool = JsonOpt,
 ) -> None:
     """Walk a branch (through superseded nodes).
 
-    Example: fabric walk 0b6f...e1 --include-superseded
+    Example: fabric walk 0b6f0d3e --include-superseded   (an id, or its first characters as tables print them)
     """
     with connected(run_worker=False) as fab:
+        root = full_id(fab, "memory", root, org=org, field="root_id")
         found = fab.walk(root, org=org, max_depth=max_depth, include_superseded=include_superseded,
                          valid_at=parse_time("valid_at", valid_at), known_at=parse_time("known_at", known_at))
     print_json(found) if as_json else console.print(memory_table(found, f"branch {root}"))
 
 
 @app.command()
-def history(memory_id: str = typer.Argument(...), org: str = OrgOpt, as_json: bool = JsonOpt) -> None:
+def history(memory_id: str = typer.Argument(..., help="A memory id (or its first characters)."), org: str = OrgOpt, as_json: bool = JsonOpt) -> None:
     """The supersession chain through a memory, oldest first.
 
-    Example: fabric history 0b6f...e1
+    Example: fabric history 0b6f0d3e   (an id, or its first characters as tables print them)
     """
     with connected(run_worker=False) as fab:
+        memory_id = full_id(fab, "memory", memory_id, org=org, field="memory_id")
         found = fab.history(memory_id, org=org)
     print_json(found) if as_json else console.print(memory_table(found, f"history of {memory_id}"))
 

@@ -214,7 +214,10 @@ def demo() -> None:
 
 @embedded_app.command("status")
 def embedded_status() -> None:
-    """Show the data folder and whether its servers run."""
+    """Show the data folder and whether its servers run.
+
+    Example: FABRIC_DATA_DIR=/srv/fabric fabric embedded status
+    """
     from ..config import Settings
 
     with handle_errors():

@@ -199,7 +199,8 @@ def fabric_cmd(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 def test_a_bad_setting_is_one_line_naming_the_variable(variable, value, tmp_path):
     """Settings are checked before anything connects; pydantic's and psycopg's tracebacks were printed."""
     for args in (["current", "Ada", "employer"], ["migrate"], ["worker", "--burst"]):
-        res = fabric_cmd(*args, env={variable: value, "FABRIC_DATA_DIR": str(tmp_path)})
+        # A narrow terminal must not fold the line either.
+        res = fabric_cmd(*args, env={variable: value, "FABRIC_DATA_DIR": str(tmp_path), "COLUMNS": "40"})
         assert res.returncode == EXIT_USAGE, (args, res.stderr)
         assert res.stderr.startswith(f"invalid {variable}: ") and res.stderr.count("\n") == 1, res.stderr
         assert value in res.stderr

@@ -207,6 +207,14 @@ def test_a_bad_setting_is_one_line_naming_the_variable(variable, value, tmp_path
     assert not list(tmp_path.iterdir()), "nothing was started"
 
 
+def test_an_unreachable_database_is_one_line(tmp_path):
+    """libpq's reason carries a tab-indented hint on a second line, which the CLI printed as it was."""
+    res = fabric_cmd("current", "Ada", "employer", env={
+        "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none", "FABRIC_DATA_DIR": str(tmp_path)})
+    assert res.returncode == 1
+    assert res.stderr.startswith("error: cannot connect to PostgreSQL: ") and res.stderr.count("\n") == 1, res.stderr
+
+
 def test_redis_down_is_one_line_for_the_commands_that_need_it(database_url, data_dir, org):
     """`fabric reconcile` and `fabric worker --burst` with Redis unreachable printed redis-py's traceback."""
     from fabric import Fabric

@@ -65,6 +65,7 @@ def handle_errors() -> Iterator[None]:
 
 
 _SHORT_ID = re.compile(r"[0-9a-f]{4,31}")
+_IDS_FROM = {"memory": "memory_ids_from", "decision": "decision_ids_from"}  # the named queries
 
 
 def full_id(fab: Any, what: str, text: str, *, org: str | None, field: str) -> str:
@@ -78,7 +79,7 @@ def full_id(fab: Any, what: str, text: str, *, org: str | None, field: str) -> s
         return text
     lo, hi = (str(uuid.UUID(hexed.ljust(32, pad))) for pad in "0f")
     with fab._conn(org) as conn:
-        rows = conn.execute(q(f"{what}_ids_from"), {"org": org, "lo": lo, "hi": hi}).fetchall()
+        rows = conn.execute(q(_IDS_FROM[what]), {"org": org, "lo": lo, "hi": hi}).fetchall()
     if not rows:
         raise NotFound(what, text, org)
     if len(rows) > 1:

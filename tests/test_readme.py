@@ -83,3 +83,24 @@ def test_every_python_snippet_imports_only_what_its_section_installs():
                     f"README section {heading!r} imports {module} (from {dist}), which "
                     f"{'pip install ' + repr(sorted(extras)) if extras else 'the base install'} does not install")
     assert checked >= 3  # the library, AsyncFabric and LangGraph snippets
+
+
+def test_the_library_table_gives_each_call_as_its_signature_is():
+    """Every `name(arg, kw=default, ...)` in the README's table of Fabric calls names parameters the
+    method has, with the defaults it has (`drain(org=None)` was documented; its default is "default")."""
+    import inspect
+
+    from fabric import Fabric
+
+    text = dict(sections())["The library"]
+    rows = re.findall(r"^\| `(\w+)\((.*?)\)`", text, flags=re.MULTILINE)
+    assert len(rows) >= 15
+    for name, args in rows:
+        params = inspect.signature(getattr(Fabric, name)).parameters
+        for arg in (a.strip() for a in args.split(",")):
+            if arg in ("", "*", "**settings"):
+                continue
+            pname, _, default = (part.strip() for part in arg.partition("="))
+            assert pname in params, f"{name}() has no parameter {pname}"
+            if default and default != "...":
+                assert params[pname].default == ast.literal_eval(default), f"{name}({pname}=...) default"

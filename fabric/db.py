@@ -14,7 +14,7 @@ from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .errors import DatabaseError, FabricError, PgvectorMissing, StoreUnavailable
+from .errors import DatabaseError, FabricError, PgvectorMissing, StoreUnavailable, ValidationError
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +168,7 @@ def alembic_config(connection=None, embedding_dim: int | None = None):
 def migrate(url: str, *, revision: str = "head", embedding_dim: int = 384, downgrade: bool = False) -> None:
     """Upgrade (or downgrade) the schema. Serialised by an advisory lock so concurrent starts are safe."""
     from alembic import command
+    from alembic.util import CommandError
     from sqlalchemy import text
 
     try:
@@ -186,6 +187,8 @@ def migrate(url: str, *, revision: str = "head", embedding_dim: int = 384, downg
                 command.downgrade(cfg, revision)
             else:
                 command.upgrade(cfg, revision)
+    except CommandError as exc:  # an unknown revision, a downgrade target above the current one
+        raise ValidationError("revision", str(exc)) from None
     finally:
         engine.dispose()
 

@@ -271,3 +271,10 @@ def test_ids_may_be_given_as_the_tables_print_them(cli, fab, org):
     assert fab.current_value("Zed Hale", "home_city", org=org).value == "Oslo"
     res = cli("walk", "0000", "--org", org)  # no such id starts so: not found, not "invalid"
     assert res.returncode == EXIT_NOT_FOUND and "no memory 0000" in res.stderr
+
+
+def test_migrate_to_an_unknown_revision_is_bad_input(cli):
+    """Alembic's CommandError came out as a traceback."""
+    res = cli("migrate", "--downgrade", "nope")
+    assert res.returncode == EXIT_USAGE
+    assert res.stderr == "invalid revision: Can't locate revision identified by 'nope'\n"

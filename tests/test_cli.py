@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import uuid
 
 import pytest
@@ -229,6 +230,12 @@ def test_redis_down_is_one_line_for_the_commands_that_need_it(database_url, data
         res = fabric_cmd(*args, env=env)
         assert res.returncode == 1, (args, res.stderr)
         assert res.stderr.startswith(f"error: {said}: ") and res.stderr.count("\n") == 1, res.stderr
+    # `fabric write` waited out its 30 s for a write no worker could see, then said so.
+    started = time.monotonic()
+    res = fabric_cmd("write", "Ines Rocha lives in Braga.", "--org", org, env=env)
+    assert res.returncode == 4 and time.monotonic() - started < 20
+    assert "not queued: write " in res.stderr and "Redis is unreachable" in res.stderr
+    assert "Traceback" not in res.stderr
 
 
 def test_fabric_worker_logs_at_FABRIC_LOG_LEVEL(database_url, redis_url, data_dir, org):

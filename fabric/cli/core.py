@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from .app import (
-    EXIT_OK, JsonOpt, OrgOpt, app, connected, console, err_console, full_id, handle_errors, memory_table,
+    EXIT_OK, EXIT_TIMEOUT, JsonOpt, OrgOpt, app, connected, console, err_console, full_id, handle_errors, memory_table,
     parse_time, print_json,
 )
 
@@ -90,10 +90,18 @@ def write(
         receipt = fab.write(content, org=org, subject=subject, relation=relation, value=value,
                             valid_from=parse_time("valid_from", valid_from),
                             valid_to=parse_time("valid_to", valid_to), source=source, kind=kind)
-        placement = fab.wait(receipt, timeout=timeout) if wait else None
+        # Not queued (Redis unreachable): no worker can place it until the reconciler queues it, so
+        # waiting would only run out the timeout.
+        placement = fab.wait(receipt, timeout=timeout) if wait and receipt.enqueued else None
     if as_json:
         print_json({"receipt": receipt, "placement": placement})
-    elif placement:
+    if wait and not receipt.enqueued:
+        err_console.print(f"[red]not queued:[/] write {receipt.id} is kept in Postgres, but Redis is unreachable; "
+                          "a worker's reconciler queues it once Redis is back")
+        raise typer.Exit(EXIT_TIMEOUT)
+    if as_json:
+        return
+    if placement:
         console.print(f"{placement.decision} → memory {placement.memory_id}"
                       + (f" (target {placement.target_id})" if placement.target_id else "")
                       + f": {placement.reason}")

@@ -193,6 +193,7 @@ def fabric_cmd(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
+@pytest.mark.integration  # a process start per case: out of the seconds-long unit tier
 @pytest.mark.parametrize("variable, value", [
     ("DATABASE_URL", "notaurl"), ("REDIS_URL", "localhost:6379"), ("FABRIC_NEIGHBOURS_K", "abc"),
     ("FABRIC_VALIDATOR", "gpt"),
@@ -211,6 +212,7 @@ def test_a_bad_setting_is_one_line_naming_the_variable(variable, value, tmp_path
     assert not list(tmp_path.iterdir()), "nothing was started"
 
 
+@pytest.mark.integration  # a process start
 def test_an_unreachable_database_is_one_line(tmp_path):
     """libpq's reason carries a tab-indented hint on a second line, which the CLI printed as it was."""
     res = fabric_cmd("current", "Ada", "employer", env={

@@ -22,6 +22,10 @@ from tests.fix_placement import decide
     ("We use Postgres for billing.", "Team uses Postgres for billing."),
     ("Our team moved to Lisbon.", "Team moved to Lisbon."),
     ("Our main database runs Postgres.", "Our main database runs Postgres."),
+    # a chat note with no subject is about the user; not a verb before a thing in lower case
+    ("Moved to Ghent last month.", "User moved to Ghent last month."),
+    ("Just joined Brightwave!", "User just joined Brightwave!"),
+    ("Moved the standup to Tuesday.", "Moved the standup to Tuesday."),
     # no pronoun: a Roman numeral after a name, "we" inside a clause about an event
     ("World War I ended in 1918.", "World War I ended in 1918."),
     ("On Fridays we hold the sprint demo.", "On Fridays we hold the sprint demo."),
@@ -73,6 +77,7 @@ def test_a_state_said_in_the_first_person_is_the_users():
     ("The user is vegetarian.", "btw I'm vegan now", ("User", "diet", "vegan")),
     ("The user works at Harrowgate Insurance.", "Brightwave hired me last month.",
      ("User", "employer", "Brightwave")),
+    ("I live in York.", "Moved to Ghent last month.", ("User", "home_city", "Ghent")),
 ])
 def test_a_first_person_correction_forks_the_users_fact(rules, embedder, old, new, key):
     d, target = decide(rules, embedder, old, new, pregated=True)

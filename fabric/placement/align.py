@@ -142,7 +142,12 @@ _I = "(?:^|(?<=[.!?,;:]\\s)|" + "|".join(rf"(?<=\b[a-z]{{{n}}}\s)" for n in rang
 # "we" as a clause's subject only: "on Fridays we hold the retro" tells of an event, no team's attribute
 _WE = "(?:^|" + "|".join(rf"(?<=\b{w}\s)" for w in ("so", "and", "but", "btw", "fyi", "also", "now")) \
     + r"|(?<=[.!?,;:]\s))[Ww]e"
-_USER = ((re.compile(r"\b(?:the\s+)?user(?=\b(?!-))", re.IGNORECASE), "User"),
+# A chat note with no subject ("Moved to Porto last month.", "Works at Stripe now.") is about the user.
+_NO_SUBJECT = re.compile(r"(?:^|(?<=[.!?]\s))(?:(Just|Recently|Finally|Now)\s+)?"
+                         r"((?i:moved|relocated|started|joined|switched|lives|works|drives|prefers))"
+                         r"(?=\s+(?:(?:to|at|in|for|with|from|into|over)\s+)?[A-Z])")
+_USER = ((_NO_SUBJECT, lambda m: " ".join(["User", *(g.lower() for g in m.groups() if g)])),
+         (re.compile(r"\b(?:the\s+)?user(?=\b(?!-))", re.IGNORECASE), "User"),
          (re.compile(r"\b[Mm]y\b"), "User's"), (re.compile(_I + r"['’]m\b"), "User is"),
          (re.compile(_I + r"['’]ve\b"), "User has"), (re.compile(_I + r"['’]d\b"), "User would"),
          (re.compile(_I + r" " + _VERB), lambda m: _agree("User", m)),

@@ -84,8 +84,24 @@ def test_the_conversational_stream_is_measured(quick):
     results, _ = quick
     c = results["conversation"]
     assert c["turns"] == tb.TURNS_QUICK and sum(c["decisions"].values()) == c["turns"]
-    assert c["collapsed"] == c["duplicates"] + c["superseded"] and len(c["examples"]) == min(c["collapsed"], 10)
+    assert c["collapsed"] == c["duplicates"] + c["superseded"] and len(c["examples"]) == c["collapsed"]
     assert c["collapsed_share"] == c["collapsed"] / c["turns"] and c["validator_calls_per_write"] <= 1
+
+
+def test_the_stream_alone(fab, tmp_path):
+    """--stream-only: no cases, no questions, only the conversational stream and its table."""
+    from fabric.errors import ValidationError
+
+    results = tb.run(fab, stream_only=True, turns=6, backends="fabric-text,pgvector", out=tmp_path)
+    assert results["stream_only"] and results["queries"] == [] and results["cases"] == []
+    assert results["conversation"]["turns"] == 6 and results["conversation_llm"] is None
+    assert results["by_backend"]["fabric-text"]["writes"] == 0
+    md = (tmp_path / "temporal.md").read_text()
+    assert "Conversational stream" in md and "Accuracy by kind" not in md
+    assert not (tmp_path / "temporal.png").exists()
+    for kw in (dict(turns=0, backends="fabric-text"), dict(turns=6, backends="pgvector")):
+        with pytest.raises(ValidationError):
+            tb.run(fab, stream_only=True, out=None, **kw)
 
 
 def test_flat_baselines_are_measured_in_the_same_run(quick):

@@ -1142,8 +1142,11 @@ def conversation(fab: Any, *, run_id: str, seed: int = 0, turns: int = TURNS_FUL
             by, reason = forked_by.get(p.memory_id, (None, None))
             collapsed.append({"turn": t, "how": "superseded by", "other": by, "reason": reason})
     calls = sum(p.validator not in (None, "pregate") for p in placed)
-    llm_ms = [d.latency_ms for d in fab.decisions(org=org, action="place", limit=10000)
-              if d.validator == "llm" and d.latency_ms is not None]
+    logged = [d for d in fab.decisions(org=org, action="place", limit=10000) if d.validator == "llm"]
+    llm_ms = [d.latency_ms for d in logged if d.latency_ms is not None]
+    # the model's answers its guards refused (kept as new branches): what the guards saved
+    refused = [{"turn": t, "reason": p.reason} for p, t in zip(placed, texts)
+               if p.validator == "llm" and " not applied: " in (p.reason or "")]
     return {"turns": len(texts), "collapsed": len(collapsed), "collapsed_share": len(collapsed) / len(texts),
             "duplicates": decisions.get("duplicate", 0),
             "superseded": sum(c["how"] == "superseded by" for c in collapsed),
@@ -1151,7 +1154,7 @@ def conversation(fab: Any, *, run_id: str, seed: int = 0, turns: int = TURNS_FUL
             "llm_calls_per_write": sum(p.validator == "llm" for p in placed) / len(texts),
             "llm_ms_per_call": sum(llm_ms) / len(llm_ms) if llm_ms else None,
             "validators": sorted({p.validator or "?" for p in placed}), "seconds": round(seconds, 2),
-            "examples": collapsed[:10]}
+            "examples": collapsed, "llm_refused": refused}
 
 
 # -------------------------------------------------------------------------------------------- run
@@ -1225,9 +1228,11 @@ def llm_fabric(fab: Any, endpoint: LLMEndpoint, run_id: str) -> Any:
 def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequence[str] | None = None,
         out: str | Path | None = "bench-results", per_kind: int | None = None,
         phrasings: Sequence[str] = PHRASINGS, turns: int | None = None,
-        progress: Callable[[str], None] | None = None, llm: LLMEndpoint | None = None) -> dict[str, Any]:
+        progress: Callable[[str], None] | None = None, llm: LLMEndpoint | None = None,
+        stream_only: bool = False) -> dict[str, Any]:
     """Run the benchmark on an open Fabric (with a placement worker) and return every result.
-    The LLM backends need `llm` (their worker is started here).
+    The LLM backends need `llm` (their worker is started here). `stream_only`: no cases, only the
+    conversational stream of the text backends (minutes instead of an hour with a local model).
 
     Writes `temporal.json`, `temporal.png` and `temporal.md` into `out` (None: write nothing)."""
     say = progress or (lambda msg: log.info(msg))
@@ -1239,9 +1244,14 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
     per_kind = per_kind or (CASES_QUICK if quick else CASES_FULL)
     run_id = f"{utcnow():%y%m%d%H%M%S}{secrets.token_hex(2)}"
     started_at, t0 = utcnow(), time.perf_counter()
-    cases = generate(seed, per_kind, distractors=DISTRACTORS_QUICK if quick else DISTRACTORS_FULL,
-                     phrasings=phrasings)
+    cases = [] if stream_only else generate(seed, per_kind, distractors=DISTRACTORS_QUICK if quick else
+                                            DISTRACTORS_FULL, phrasings=phrasings)
     turns = turns if turns is not None else (TURNS_QUICK if quick else TURNS_FULL)
+    if stream_only and not turns:
+        raise ValidationError("turns", "--stream-only runs only the conversational stream: --turns must be above 0")
+    if stream_only and not {"fabric-text", "fabric-text-llm"} & set(names):
+        raise ValidationError("backends", "--stream-only needs fabric-text or fabric-text-llm (the stream is "
+                                          "written text-only)")
     say(f"run {run_id}: {len(cases)} cases ({per_kind} per kind, seed {seed}), "
         f"{sum(len(c.queries) for c in cases)} questions, backends {', '.join(names)}")
 
@@ -1280,7 +1290,7 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
         # and let each worker load its own
         for f in {id(b.fab): b.fab for b in active if isinstance(b, FabricBackend)}.values():
             f.wait(f.write("Warm-up note for the benchmark.", org=f"bench-{run_id}-warmup"), timeout=WAIT_TIMEOUT)
-        for b in active:
+        for b in active if cases else ():
             bt = time.perf_counter()
             for phase in range(1, LAST_PHASE + 1):
                 b.ingest(phase, cases)
@@ -1318,6 +1328,7 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
         "kinds": list(KINDS), "must_kinds": list(MUST_KINDS), "phrasings": list(phrasings), "top_k": TOP_K,
         "max_retries": MAX_RETRIES, "backends": [b.name for b in active], "notes": notes,
         "embedder": getattr(fab.embedder, "name", "?"), "started_at": started_at.isoformat(),
+        "stream_only": stream_only,
         "elapsed_s": round(time.perf_counter() - t0, 2),
         "backend_seconds": {k: round(v, 2) for k, v in timings.items()},
         **summary,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import uuid
 from datetime import timedelta
 
@@ -307,6 +308,11 @@ def test_the_conversation_is_distinct_facts_about_one_cast():
     assert turns == tb.conversation_turns(0, tb.TURNS_FULL) != tb.conversation_turns(1, tb.TURNS_FULL)
     for person in tb.STREAM_PEOPLE:  # the same people come back again and again
         assert sum(person in t for t in turns) >= 10
+    # a symmetric relation with its two names swapped is the same fact, not a second turn
+    cast = "|".join(tb.STREAM_PEOPLE + tb.STREAM_COMPANIES)
+    symmetric = [(frozenset(re.findall(cast, t)), re.sub(cast, "#", t)) for t in turns
+                 if "supply contract" in t or "hiking trip" in t]
+    assert symmetric and len(symmetric) == len(set(symmetric))
 
 
 def test_anti_cheat_refuses_surface_cues():

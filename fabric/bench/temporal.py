@@ -1074,6 +1074,9 @@ STREAM_MULTI: tuple[str, ...] = (
     "{p} presented the {project} roadmap to {c}.",
     "{q} thanked {p} for the help with {project}.",
 )
+# Relations that read the same both ways: "A signed a contract with B" is "B signed one with A".
+STREAM_SYMMETRIC = frozenset(("{c} signed a supply contract with {c2}.",
+                              "{p} and {q} are planning a hiking trip to {place}."))
 STREAM_FILL: dict[str, tuple[str, ...]] = {
     "instrument": ("cello", "banjo", "trumpet", "piano", "oboe", "harp"),
     "name": ("Hedda", "Mirela", "Signe", "Yasmin", "Odile", "Priya"),
@@ -1105,10 +1108,13 @@ def conversation_turns(seed: int, turns: int) -> list[str]:
         if single and (template, p) in used_single:
             continue
         fill = {k: rng.choice(v) for k, v in STREAM_FILL.items()}
-        text = template.format(p=p, q=q, c=c, c2=c2, project=rng.choice(STREAM_PROJECTS), **fill)
+        project = rng.choice(STREAM_PROJECTS)
+        text = template.format(p=p, q=q, c=c, c2=c2, project=project, **fill)
         if text in seen:
             continue
         seen.add(text)
+        if template in STREAM_SYMMETRIC:  # the same fact with the two names swapped is no distinct turn
+            seen.add(template.format(p=q, q=p, c=c2, c2=c, project=project, **fill))
         if single:
             used_single.add((template, p))
         out.append(text)

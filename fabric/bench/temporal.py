@@ -105,6 +105,7 @@ TOP_K = 5
 MAX_RETRIES = 2
 LAST_PHASE = 4
 WAIT_TIMEOUT = 600.0
+LLM_WAIT_TIMEOUT = 3600.0  # the LLM backends' job timeout (llm_fabric)
 
 # ---------------------------------------------------------------------------------------- the cases
 
@@ -1122,7 +1123,7 @@ def conversation_turns(seed: int, turns: int) -> list[str]:
 
 
 def conversation(fab: Any, *, run_id: str, seed: int = 0, turns: int = TURNS_FULL,
-                 tag: str = "conversation") -> dict[str, Any]:
+                 tag: str = "conversation", wait_timeout: float = WAIT_TIMEOUT) -> dict[str, Any]:
     """Write the stream as text-only memories in one org (a day apart) and count the collapsed turns:
     refused as a duplicate, or superseded by a later turn. Every turn is a distinct fact."""
     org = f"bench-{run_id}-{tag}"
@@ -1132,7 +1133,7 @@ def conversation(fab: Any, *, run_id: str, seed: int = 0, turns: int = TURNS_FUL
     receipts = fab.write_many([dict(content=t, org=org, valid_from=start + timedelta(days=n),
                                     source="bench-conversation", metadata={"bench_run": run_id})
                                for n, t in enumerate(texts)])
-    placed = [fab.wait(r, timeout=WAIT_TIMEOUT) for r in receipts]
+    placed = [fab.wait(r, timeout=wait_timeout) for r in receipts]
     seconds = time.perf_counter() - started
     live = {m.id for m in fab.belief_state(org=org)}
     text_of = {p.memory_id: t for p, t in zip(placed, texts) if p.decision != "duplicate"}
@@ -1223,7 +1224,7 @@ def llm_fabric(fab: Any, endpoint: LLMEndpoint, run_id: str) -> Any:
     # A job places up to FABRIC_EMBED_BATCH_SIZE writes one model call at a time: with a local model
     # at a minute per call, the default 300 s job timeout cut jobs short (measured 2026-12-01).
     llm = Fabric.connect(fab.database_url, fab.redis_url, auto_migrate=False, run_worker=True,
-                         job_timeout=max(fab.settings.job_timeout, 3600),
+                         job_timeout=max(fab.settings.job_timeout, int(LLM_WAIT_TIMEOUT)),
                          data_dir=fab.settings.data_dir, queue_name=f"{fab.settings.queue_name}-llm-{run_id}",
                          validator="llm", openai_base_url=endpoint.base_url, openai_api_key=endpoint.api_key,
                          llm_model=endpoint.model)
@@ -1316,7 +1317,9 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
             say(f"conversational stream: {stream['collapsed']}/{stream['turns']} distinct facts collapsed "
                 f"({stream['seconds']:.1f}s)")
         if turns and fab_llm is not None and "fabric-text-llm" in names:
-            stream_llm = conversation(fab_llm, run_id=run_id, seed=seed, turns=turns, tag="conversation-llm")
+            # a local model on a loaded machine takes minutes per call: the writes queued behind them wait
+            stream_llm = conversation(fab_llm, run_id=run_id, seed=seed, turns=turns, tag="conversation-llm",
+                                      wait_timeout=LLM_WAIT_TIMEOUT)
             say(f"conversational stream (LLM): {stream_llm['collapsed']}/{stream_llm['turns']} distinct facts "
                 f"collapsed ({stream_llm['seconds']:.1f}s)")
     finally:

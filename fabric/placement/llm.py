@@ -14,9 +14,13 @@ invalidations): a contradiction_fork becomes a new_branch when the model's confi
 target's (a name twin, a sister company), or when the value it names is already in the target
 (the same value under another attribute is not a correction), when the old value it names is not in
 the target or is the new value (a small model "corrects" a value the target never stated), or when the
-new sentence says outright that it adds a value ("also", "another"). A duplicate whose subject names are
-not in the target is a new branch too: refusing it would lose a fact. Both stay live instead, and
-the read-time safety net and an admin replay can still resolve them.
+new sentence says outright that it adds a value ("also", "another"), or when the old value it names is
+the subject ("X mentors Y" read as a correction of "Y mentors X"). A duplicate whose subject names are
+not in the target is a new branch too: refusing it would lose a fact. A correction or a repeat is also
+refused when the two sentences, read by the model's own subject and values, state other attributes
+(their masked relation phrases are far apart: "X's birthday dinner is booked at Y" / "X is learning
+to play the Y"), and, rules first, when it names a neighbour the rules read for sure as a separate
+fact. Both stay live instead, and the read-time safety net and an admin replay can still resolve them.
 
 Other HTTP errors (401, 400, 404...) are not retried: asking again will not help.
 
@@ -356,6 +360,8 @@ class LLMValidator:
             return "no old value named"
         if value and normalise(value) == normalise(target_value):
             return f"the old value it names is the new one ({value!r}): not a changed value"
+        if subject and normalise(subject) == normalise(target_value):
+            return f"the old value it names is the subject ({subject!r}): the roles, not a value, changed"
         if not _stated_in(target_value, target.content):
             return f"the old value it names ({target_value!r}) is not in the target"
         if read(content).also and not read(target.content).also:

@@ -69,7 +69,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from ..errors import FabricError, ValidationError
+from ..errors import FabricError, PlacementParked, ValidationError
 from ..placement.validator import normalise
 from ..types import utcnow
 from .measure import percentile
@@ -1122,46 +1122,63 @@ def conversation_turns(seed: int, turns: int) -> list[str]:
     return out
 
 
-def conversation(fab: Any, *, run_id: str, seed: int = 0, turns: int = TURNS_FULL,
-                 tag: str = "conversation", wait_timeout: float = WAIT_TIMEOUT) -> dict[str, Any]:
-    """Write the stream as text-only memories in one org (a day apart) and count the collapsed turns:
-    refused as a duplicate, or superseded by a later turn. Every turn is a distinct fact."""
-    org = f"bench-{run_id}-{tag}"
-    texts = conversation_turns(seed, turns)
+def measure_stream(fab: Any, texts: Sequence[str], *, org: str, run_id: str,
+                   source: str = "bench-conversation", wait_timeout: float = WAIT_TIMEOUT) -> dict[str, Any]:
+    """Write `texts` as text-only memories in `org` (a day apart) and count the collapsed turns: refused
+    as a duplicate, or superseded by a later turn (each text is meant as a distinct fact). A turn the
+    worker parks is counted apart, not collapsed. `collapsed_turns` holds every collapse with the turn's
+    index in `texts`."""
     start = EPOCH + timedelta(days=3000)
     started = time.perf_counter()
     receipts = fab.write_many([dict(content=t, org=org, valid_from=start + timedelta(days=n),
-                                    source="bench-conversation", metadata={"bench_run": run_id})
+                                    source=source, metadata={"bench_run": run_id})
                                for n, t in enumerate(texts)])
-    placed = [fab.wait(r, timeout=wait_timeout) for r in receipts]
+    placed: list[tuple[int, str, Any]] = []
+    parked = []
+    for n, (r, t) in enumerate(zip(receipts, texts)):
+        try:
+            placed.append((n, t, fab.wait(r, timeout=wait_timeout)))
+        except PlacementParked as exc:
+            parked.append({"index": n, "turn": t, "error": exc.error})
     seconds = time.perf_counter() - started
     live = {m.id for m in fab.belief_state(org=org)}
-    text_of = {p.memory_id: t for p, t in zip(placed, texts) if p.decision != "duplicate"}
-    forked_by = {p.target_id: (t, p.reason) for p, t in zip(placed, texts) if p.decision == "contradiction_fork"}
+    text_of = {p.memory_id: t for _, t, p in placed if p.decision != "duplicate"}
+    forked_by = {p.target_id: (t, p.reason) for _, t, p in placed if p.decision == "contradiction_fork"}
     decisions: dict[str, int] = {}
     collapsed = []
-    for p, t in zip(placed, texts):
+    for n, t, p in placed:
         decisions[p.decision] = decisions.get(p.decision, 0) + 1
         if p.decision == "duplicate":
-            collapsed.append({"turn": t, "how": "refused as a duplicate of", "other": text_of.get(p.memory_id),
-                              "reason": p.reason})
+            collapsed.append({"index": n, "turn": t, "how": "refused as a duplicate of",
+                              "other": text_of.get(p.memory_id), "reason": p.reason})
         elif p.memory_id not in live:
             by, reason = forked_by.get(p.memory_id, (None, None))
-            collapsed.append({"turn": t, "how": "superseded by", "other": by, "reason": reason})
-    calls = sum(p.validator not in (None, "pregate") for p in placed)
-    logged = [d for d in fab.decisions(org=org, action="place", limit=10000) if d.validator == "llm"]
-    llm_ms = [d.latency_ms for d in logged if d.latency_ms is not None]
+            collapsed.append({"index": n, "turn": t, "how": "superseded by", "other": by, "reason": reason})
+    calls = sum(p.validator not in (None, "pregate") for _, _, p in placed)
+    llm_ms = [d.latency_ms for d in fab.decisions(org=org, action="place", limit=10000)
+              if d.validator == "llm" and d.latency_ms is not None]
     # the model's answers its guards refused (kept as new branches): what the guards saved
-    refused = [{"turn": t, "reason": p.reason} for p, t in zip(placed, texts)
+    refused = [{"turn": t, "reason": p.reason} for _, t, p in placed
                if p.validator == "llm" and " not applied: " in (p.reason or "")]
     return {"turns": len(texts), "collapsed": len(collapsed), "collapsed_share": len(collapsed) / len(texts),
             "duplicates": decisions.get("duplicate", 0),
-            "superseded": sum(c["how"] == "superseded by" for c in collapsed),
+            "superseded": sum(c["how"] == "superseded by" for c in collapsed), "parked": len(parked),
             "decisions": dict(sorted(decisions.items())), "validator_calls_per_write": calls / len(texts),
-            "llm_calls_per_write": sum(p.validator == "llm" for p in placed) / len(texts),
+            "llm_calls_per_write": sum(p.validator == "llm" for _, _, p in placed) / len(texts),
             "llm_ms_per_call": sum(llm_ms) / len(llm_ms) if llm_ms else None,
-            "validators": sorted({p.validator or "?" for p in placed}), "seconds": round(seconds, 2),
-            "examples": collapsed, "llm_refused": refused}
+            "validators": sorted({p.validator or "?" for _, _, p in placed}), "seconds": round(seconds, 2),
+            "collapsed_turns": collapsed, "parked_turns": parked, "llm_refused": refused}
+
+
+def conversation(fab: Any, *, run_id: str, seed: int = 0, turns: int = TURNS_FULL,
+                 tag: str = "conversation", wait_timeout: float = WAIT_TIMEOUT) -> dict[str, Any]:
+    """The generated stream (`conversation_turns`) through `measure_stream`, in an org of its own."""
+    out = measure_stream(fab, conversation_turns(seed, turns), org=f"bench-{run_id}-{tag}", run_id=run_id,
+                         wait_timeout=wait_timeout)
+    collapsed = out.pop("collapsed_turns")
+    out.pop("parked_turns")
+    out["examples"] = [{k: v for k, v in c.items() if k != "index"} for c in collapsed]
+    return out
 
 
 # -------------------------------------------------------------------------------------------- run

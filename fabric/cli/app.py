@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 import uuid
 from contextlib import contextmanager
@@ -25,7 +26,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)  # an error stays one line, whatever the width
 
 # Exit codes that mean something to scripts.
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_TIMEOUT = 0, 1, 2, 3, 4
@@ -61,6 +62,29 @@ def handle_errors() -> Iterator[None]:
             label, text, code = "error", str(exc), EXIT_ERROR
         err_console.print(f"[red]{label}:[/] {text}")
         raise typer.Exit(code) from None
+
+
+_SHORT_ID = re.compile(r"[0-9a-f]{4,31}")
+_IDS_FROM = {"memory": "memory_ids_from", "decision": "decision_ids_from"}  # the named queries
+
+
+def full_id(fab: Any, what: str, text: str, *, org: str | None, field: str) -> str:
+    """The id that a short form (the first characters, as the tables print them) stands for in `org`
+    (None: any org, for decisions); a whole id, or text that is no id, is returned as it is (the call
+    checks it)."""
+    from ..sql import q
+
+    hexed = text.strip().lower().replace("-", "")
+    if not _SHORT_ID.fullmatch(hexed):
+        return text
+    lo, hi = (str(uuid.UUID(hexed.ljust(32, pad))) for pad in "0f")
+    with fab._conn(org) as conn:
+        rows = conn.execute(q(_IDS_FROM[what]), {"org": org, "lo": lo, "hi": hi}).fetchall()
+    if not rows:
+        raise NotFound(what, text, org)
+    if len(rows) > 1:
+        raise ValidationError(field, f"{text!r} starts more than one {what} id; give more of it")
+    return str(rows[0]["id"])
 
 
 def to_jsonable(obj: Any) -> Any:

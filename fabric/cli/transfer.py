@@ -41,19 +41,21 @@ def export_cmd(
     """
     from ..export import export_org
 
-    with connected(run_worker=False) as fab, _bars() as (bars, tasks):
-        stream = out.open("w", encoding="utf-8") if out else sys.stdout
-        try:
-            with fab.pool.connection() as conn:
-                counts = export_org(conn, org, stream, progress=_advance(bars, tasks),
-                                    on_counts=lambda c: _add_tasks(bars, tasks, c))
-        except BaseException:
+    with connected(run_worker=False) as fab:
+        fab.require_org(org)  # before the bars, which would leave an empty line above the message
+        with _bars() as (bars, tasks):
+            stream = out.open("w", encoding="utf-8") if out else sys.stdout
+            try:
+                with fab.pool.connection() as conn:
+                    counts = export_org(conn, org, stream, progress=_advance(bars, tasks),
+                                        on_counts=lambda c: _add_tasks(bars, tasks, c))
+            except BaseException:
+                if out:
+                    stream.close()
+                    out.unlink(missing_ok=True)  # no partial file left behind to be imported later
+                raise
             if out:
                 stream.close()
-                out.unlink(missing_ok=True)  # no partial file left behind to be imported later
-            raise
-        if out:
-            stream.close()
     if out:
         console.print(f"exported org [bold]{org}[/] to {out}: " + ", ".join(f"{n} {t}" for t, n in counts.items()))
 

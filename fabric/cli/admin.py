@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..errors import ValidationError
 from ..types import DECISION_KINDS
 from .app import (
     EXIT_TIMEOUT, JsonOpt, OrgOpt, app, connected, console, err_console, fmt_time, full_id, handle_errors,
-    parse_time, print_json, titled_table,
+    parse_time, print_json, progress_bars, titled_table,
 )
 from .bench import bench_app
 
@@ -96,8 +95,7 @@ def ingest(
         if file != "-" and Path(file).is_file():
             with open(file, "rb") as fh:
                 total = sum(1 for _ in fh)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err_console, disable=as_json and not err_console.is_terminal) as progress:
+        with progress_bars(console=err_console, disable=as_json and not err_console.is_terminal) as progress:
             read = progress.add_task("writing", total=total)
             pending: list = []
 

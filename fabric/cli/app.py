@@ -9,7 +9,7 @@ import sys
 import uuid
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import typer
 from rich.console import Console
@@ -17,6 +17,9 @@ from rich.table import Table
 
 from ..errors import FabricError, NotFound, ValidationError
 from ..types import parse_time  # noqa: F401  (the commands' time parser)
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 app = typer.Typer(
     name="fabric",
@@ -103,6 +106,13 @@ def to_jsonable(obj: Any) -> Any:
 
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, default=str) + "\n")
+
+
+def progress_bars(description: str = "{task.description}", **options: Any) -> Progress:
+    """Bars with a count and the elapsed time. rich.progress loads here, not when the CLI starts."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn(description), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), **options)
 
 
 def fmt_time(dt: datetime | None) -> str:

@@ -5,19 +5,20 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .app import EXIT_USAGE, JsonOpt, app, connected, console, err_console, print_json
+from .app import EXIT_USAGE, JsonOpt, app, connected, console, err_console, print_json, progress_bars
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 
 @contextmanager
 def _bars() -> Iterator[tuple[Progress, dict]]:
     """One bar per table, on stderr (stdout may carry the export itself)."""
-    with Progress(TextColumn("{task.description:>16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=False) as bars:
+    with progress_bars("{task.description:>16}", console=err_console, transient=False) as bars:
         yield bars, {}
 
 

@@ -681,6 +681,10 @@ def test_a_change_between_two_attributes_of_one_person_is_not_applied(openai_stu
         ("Kwabena Osei's birthday dinner is booked at Casa Lume.", "Kwabena Osei is learning to play the piano.",
          answer("contradiction_fork", "m1", subject="Kwabena Osei", relation="activity", value="piano",
                 target_value="Casa Lume")),
+        # the old value copied with its key from the prompt's "(key: ...)" hint (seen on the real stream)
+        ("Kwabena Osei's birthday dinner is booked at Casa Lume.", "Kwabena Osei is learning to play the piano.",
+         answer("contradiction_fork", "m1", subject="Kwabena Osei", relation="learning", value="piano",
+                target_value="birthday_dinner_booked = Casa Lume")),
         ("Maren Holt drives a green Skoda Octavia.", "Maren Holt keeps a pair of rabbits at home.",
          answer("contradiction_fork", "m1", subject="Maren Holt", relation="pet", value="pair of rabbits",
                 target_value="green Skoda Octavia")),

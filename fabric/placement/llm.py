@@ -311,10 +311,10 @@ class LLMValidator:
         confidence = min(1.0, max(0.0, float(ans.confidence)))
         kind, reason = ans.kind, (ans.reason or "").strip()[:500] or "(no reason given)"
         # a keyed write is about its own key; a text-only one about what the model read in it
-        said = (write.subject, write.value) if write.keyed else (_clean(ans.subject), _clean(ans.value))
-        doubt = self._doubt(kind, confidence, *said, target, write.content, _clean(ans.target_value),
+        said = (write.subject, write.value) if write.keyed else (_clean(ans.subject), _answer_value(ans.value))
+        doubt = self._doubt(kind, confidence, *said, target, write.content, _answer_value(ans.target_value),
                             write.keyed) or self._separate(write, kind, target) or self._other_attribute(
-            write, kind, target, _clean(ans.subject), _clean(ans.value), _clean(ans.target_value))
+            write, kind, target, _clean(ans.subject), _answer_value(ans.value), _answer_value(ans.target_value))
         if doubt:
             log.info("llm decision not applied", extra={"action": "llm_unsure", "write_id": str(write.id),
                                                         "decision": kind, "doubt": doubt})
@@ -580,6 +580,13 @@ def _clean(s: str | None) -> str | None:
         return None
     s = s.strip()
     return s[:500] if s and s.lower() not in ("null", "none", "n/a") else None
+
+
+def _answer_value(s: str | None) -> str | None:
+    """A value as the model gave it, without the key it may copy from the prompt's "(key: S / rel = V)"
+    hint ("birthday_dinner_booked = Casa Lume"): the guards read the value in the sentence, not the key."""
+    s = _clean(s)
+    return _clean(s.rsplit(" = ", 1)[1]) if s and " = " in s else s
 
 
 def _key_text(subject: str | None, relation: str | None, value: str | None) -> str | None:

@@ -22,13 +22,15 @@ model is, and prototypes are embedded once per process."""
 
 from __future__ import annotations
 
+import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
 
-from .align import Aligned, Reading, _phrase_vectors, _told_as_past, canonical, read
+from .facts import value_key
+from .align import _CHANGE, _STOP, Aligned, Anchor, Reading, _phrase_vectors, _told_as_past, canonical, read
 
 # ----------------------------------------------------------------------------------------- prototypes
 
@@ -119,12 +121,15 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     _a("holdings", "X owns Y | X acquired Y | X bought Y | Y is a subsidiary of X | X is the parent company of Y",
        multi=True),
     _a("billing_plan", "X is on the Y plan | X's billing plan is Y | X subscribes to the Y tier | X upgraded to Y"
-                       " | X's subscription tier is Y | X pays for the Y plan | X moved to the Y plan | Y is the plan X is on"),
+                       " | X's subscription tier is Y | X pays for the Y plan | X moved to the Y plan | Y is the plan X is on"
+                       " | X downgraded to Y | X switched to the Y tier | the Y tier is what X pays for"),
+    _a("other_plans", "X's support plan is Y | X's phone plan is Y | X's insurance plan is Y | X's pension plan"
+                      " is Y | X's data plan is Y | X's maintenance contract is Y", multi=True),
     _a("price", "X costs Y | the price of X is Y | X is priced at Y | X sells for Y | X is Y each | Y buys X", kinds="number"),
     _a("headcount", "X has Y employees | X employs Y people | X's headcount is Y | Y people work at X | Y people are employed by X"
                     " | X has a staff of Y | X's workforce is Y", kinds="number"),
     _a("revenue", "X's revenue is Y | X made Y in revenue | X's annual sales were Y | X brought in Y last year | Y is X's annual revenue"
-                  " | X had a turnover of Y", kinds="number"),
+                  " | X had a turnover of Y | X brings in Y a year | X's sales are Y a year", kinds="number"),
     _a("valuation", "X is valued at Y | X's valuation is Y | X is worth Y | investors value X at Y | Y is X's valuation", kinds="number"),
     _a("budget", "X's budget is Y | X has a budget of Y | Y has been allocated to X | X is funded with Y | Y is the budget for X",
        kinds="number"),
@@ -133,7 +138,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     _a("population", "X has a population of Y | Y people live in X | X is home to Y residents | Y is the population of X", kinds="number"),
     _a("version", "X runs on version Y | X's current version is Y | X was upgraded to Y | the latest release of X"
                   " is Y | X is on Y | Y is the current version of X", kinds="name number"),
-    _a("stack", "X is written in Y | X's codebase uses Y | X is built with Y | X is implemented in Y | Y is the language of X"),
+    _a("stack", "X is written in Y | X's codebase uses Y | X is built with Y | X is implemented in Y | Y is the language of X"
+                 " | X was rewritten in Y | X's code is now Y"),
     _a("hosting", "X is deployed on Y | X is hosted on Y | X runs on Y | X lives on Y servers | Y hosts X"),
     _a("deadline", "X is due on Y | the deadline for X is Y | X must be finished by Y | X has to ship by Y"
                    " | X is due Y | Y is the deadline for X", kinds="date"),
@@ -144,6 +150,14 @@ ATTRIBUTES: tuple[Attribute, ...] = (
        kinds="time"),
     _a("closing_time", "X closes at Y | X's closing time is Y | X is open until Y | X shuts at Y | Y is when X closes", kinds="time"),
     _a("address", "X is located at Y | X's address is Y | you can find X at Y | X sits on Y | Y is the address of X"),
+    # Other dates and figures a subject has: without them, the few attributes of one sort of value would take
+    # any date or number ("X's wedding anniversary is June 9" is no birthday). Many values: never a correction.
+    _a("other_dates", "X's wedding anniversary is Y | X's appointment is on Y | X's exam is on Y | X's holiday"
+                      " starts on Y | X's contract ends on Y | X's flight leaves on Y | X's next review is on Y"
+                      " | X started on Y | X's party is on Y", multi=True, kinds="date"),
+    _a("other_figures", "X has Y children | X ran Y kilometres | X owns Y cars | X scored Y points | X's room"
+                        " number is Y | X weighs Y kilos | X's shoe size is Y | X is Y cm tall | X has Y followers"
+                        " | X sold Y units | X has Y stores | X grew Y%", multi=True, kinds="number"),
     _a("customers", "X is a customer of Y | Y is a client of X | X signed a deal with Y | X partners with Y",
        multi=True),
     _a("investors", "Y invested in X | X is backed by Y | X raised money from Y", multi=True),
@@ -189,19 +203,24 @@ class Classified:
     frame: str
 
 
-def frame(r: Reading, subject: str) -> str:
-    """The sentence with the subject as X and every other anchor as Y, in its own words otherwise."""
+def frame(r: Reading, subject: str, value: tuple[int, int] | None = None) -> str:
+    """The sentence with the subject as X and every other anchor (and `value`, a span of lower-case words) as
+    Y, in its own words otherwise."""
+    spans = sorted([(a.start, a.end, "X" if a.key == subject else "Y") for a in r.anchors]
+                   + ([(value[0], value[1], "Y")] if value else []))
     out, at = [], 0
-    for a in r.anchors:
-        out.append(r.text[at:a.start])
-        out.append("X" if a.key == subject else "Y")
-        at = a.end
+    for start, end, mark in spans:
+        out.append(r.text[at:start])
+        out.append(mark)
+        at = end
     out.append(r.text[at:])
     return " ".join("".join(out).split()).rstrip(".!? ")
 
 
 @lru_cache(maxsize=8192)
-def classify_frame(masked: str) -> Classified:
+def classify_frame(masked: str, kind: str = "name") -> Classified:
+    """The attribute of a masked frame whose value is of sort `kind` (align._kind: a phone number, a date, ...):
+    only attributes that take such values compete."""
     vectors, owner, order = _table()
     (v,) = _phrase_vectors(masked)
     sims = vectors @ v
@@ -211,19 +230,47 @@ def classify_frame(masked: str) -> Classified:
     if side:
         sims = np.where(order == side, sims, -1.0)
     scores = []
-    for i, _ in enumerate(ATTRIBUTES):
+    for i, attribute in enumerate(ATTRIBUTES):
         top = np.sort(sims[owner == i])[-2:]
         top = top[top > -1.0]
-        scores.append(float(top.mean()) if top.size else -1.0)
+        scores.append(float(top.max() * (1 - _SECOND) + top.min() * _SECOND)
+                      if top.size and kind in attribute.kinds else -1.0)
     ranked = np.argsort(scores)[::-1]
     best, second = scores[ranked[0]], scores[ranked[1]]
     sure = best >= MIN_SCORE and best - second >= MIN_MARGIN
     return Classified(ATTRIBUTES[ranked[0]] if sure else None, best, best - second, masked)
 
 
-def classify(text: str, subject: str, other: str = "") -> Classified:
-    """The attribute `text` states of `subject` (an anchor key of align.read(text, other))."""
-    return classify_frame(frame(read(text, other), subject))
+_SECOND = 0.5  # weight of an attribute's second-closest prototype in its score (the closest has the rest)
+
+
+_WORDS = re.compile(r"[a-z][a-z-]*")
+_YEAR = re.compile(r"(?:19|20)\d\d")
+# Words that are grammar, time or change, never a value.
+_NOT_VALUE = _STOP | _CHANGE | frozenset("""these days now again currently today lately recently nowadays instead
+    since anymore said says say told mentioned their they them user users new old""".split())
+
+
+def frame_value(r: Reading, subject: str, other: Reading) -> list[tuple[Classified, str, str]]:
+    """The ways to read the value of `r` about `subject`: its one other anchor, or when it has none, each word
+    the other sentence lacks ("X is employed by stripe these days": stripe). (classification, value, kind)."""
+    values = [a for a in r.anchors if a.key != subject]
+    if len(values) == 1:
+        a = values[0]
+        return [(classify_frame(frame(r, subject), a.kind), r.text[a.start:a.end], a.kind)]
+    if values:
+        return []
+    subject_at = next(a for a in r.anchors if a.key == subject)
+    theirs = set(_WORDS.findall(other.text))
+    out = []
+    for m in _WORDS.finditer(r.text):
+        w = m.group()
+        if w in _NOT_VALUE or w in theirs or w.endswith("ly") or len(w) < 3 or \
+                subject_at.start <= m.start() < subject_at.end:
+            continue
+        masked = frame(r, subject, (m.start(), m.end()))
+        out.append((classify_frame(masked, "name"), w, "name"))
+    return sorted(out, key=lambda o: -o[0].score)  # the word that reads best as a value first
 
 
 # ----------------------------------------------------------------------------------------- comparing
@@ -241,6 +288,19 @@ class Same:
     why: str
 
 
+def _dated(r: Reading) -> Reading:
+    """A year right after a day or month is part of that date ("April 30, 2025"), not a name of its own."""
+    anchors: list[Anchor] = []
+    for a in r.anchors:
+        last = anchors[-1] if anchors else None
+        if last is not None and last.kind == "date" and _YEAR.fullmatch(a.key) \
+                and not r.text[last.end:a.start].strip(" ,"):
+            anchors[-1] = replace(last, key=f"{last.key} {a.key}", end=a.end)
+        else:
+            anchors.append(a)
+    return r if len(anchors) == len(r.anchors) else replace(r, anchors=tuple(anchors))
+
+
 def _guarded(old: Reading, new: Reading) -> bool:
     """A reason to keep two sentences apart that no meaning overrules: a negation, a relative, "also" or a
     verb of many values, one side told as the past."""
@@ -250,47 +310,43 @@ def _guarded(old: Reading, new: Reading) -> bool:
 
 def compare(old_text: str, new_text: str) -> Same | None:
     """Do the two sentences state one single-valued attribute of one subject (the name they share)?"""
-    old, new = read(old_text, new_text), read(new_text, old_text)
+    old, new = _dated(read(old_text, new_text)), _dated(read(new_text, old_text))
     if _guarded(old, new):
         return None
     found = _compare(old, new, old_text, new_text)
     if found is None:  # a leading capital the alignment took for grammar may be the value ("KPMG hired ...")
         wide_old, wide_new = read(old_text, f"{new_text} {old_text}"), read(new_text, f"{old_text} {new_text}")
         if (wide_old, wide_new) != (old, new):
-            found = _compare(wide_old, wide_new, old_text, new_text)
+            found = _compare(_dated(wide_old), _dated(wide_new), old_text, new_text)
     return found
 
 
 def _compare(old: Reading, new: Reading, old_text: str, new_text: str) -> Same | None:
     old_keys, new_keys = {a.key for a in old.anchors}, {a.key for a in new.anchors}
     shared = old_keys & new_keys
-    lost = [a for a in old.anchors if a.key not in shared]
-    gained = [a for a in new.anchors if a.key not in shared]
-    if len(lost) == 1 and len(gained) == 1 and len(shared) == 1:
-        subject = next(iter(shared))
-        a, b = lost[0], gained[0]
-        if a.kind != b.kind:
-            return None
-        verdict = "contradiction_fork"
-        pairs = [(subject, a, b)]
-    elif not lost and not gained and len(shared) == 2 and len(old.anchors) == len(new.anchors) == 2:
-        verdict = "duplicate"  # the same two names: either may be the subject
-        pairs = [(s, next(x for x in old.anchors if x.key != s), next(x for x in new.anchors if x.key != s))
-                 for s in sorted(shared)]
+    if len(shared) == 2 and old_keys == new_keys and len(old.anchors) == len(new.anchors) == 2:
+        subjects = sorted(shared)  # the same two names: either may be the subject, the other the value
+    elif len(shared) == 1:
+        subjects = list(shared)
     else:
         return None
-    for subject, a, b in pairs:
-        was, now = classify_frame(frame(old, subject)), classify_frame(frame(new, subject))
-        if was.attribute is None or was.attribute is not now.attribute or was.attribute.multi:
-            continue
-        if a.kind not in was.attribute.kinds:
-            continue
-        spelled = next(x for x in new.anchors if x.key == subject)
-        t_old, t_new = canonical(old_text), canonical(new_text)
-        why = f"attribute {was.attribute.name} by meaning ({was.score:.2f}/{now.score:.2f}, margins " \
-              f"{was.margin:.2f}/{now.margin:.2f})"
-        return Same(verdict, t_new[spelled.start:spelled.end], was.attribute.name,
-                    t_old[a.start:a.end], t_new[b.start:b.end], why)
+    for subject in subjects:
+        for was, old_value, old_kind in frame_value(old, subject, new):
+            attribute = was.attribute
+            if attribute is None or attribute.multi:
+                continue
+            for now, new_value, new_kind in frame_value(new, subject, old):
+                if now.attribute is not attribute or old_kind != new_kind:
+                    continue
+                same = value_key(old_value) == value_key(new_value)
+                if not same and len(subjects) == 2:
+                    continue
+                spelled = next(x for x in new.anchors if x.key == subject)
+                t_new = canonical(new_text)
+                why = f"attribute {attribute.name} by meaning ({was.score:.2f}/{now.score:.2f}, margins " \
+                      f"{was.margin:.2f}/{now.margin:.2f})"
+                return Same("duplicate" if same else "contradiction_fork", t_new[spelled.start:spelled.end],
+                            attribute.name, old_value, new_value, why)
     return None
 
 

@@ -158,14 +158,17 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     _a("other_figures", "X has Y children | X ran Y kilometres | X owns Y cars | X scored Y points | X's room"
                         " number is Y | X weighs Y kilos | X's shoe size is Y | X is Y cm tall | X has Y followers"
                         " | X sold Y units | X has Y stores | X grew Y%", multi=True, kinds="number"),
+    _a("events", "X presented Y | X met Y | X gave a talk at Y | X emailed Y | X called Y | X visited Y's office"
+                 " | X had lunch with Y | X sent Y the report | X thanked Y | X interviewed at Y | X presented the results to Y"
+                 " | X showed the slides to Y | X sent a proposal to Y", multi=True),
     _a("customers", "X is a customer of Y | Y is a client of X | X signed a deal with Y | X partners with Y",
        multi=True),
     _a("investors", "Y invested in X | X is backed by Y | X raised money from Y", multi=True),
 )
 
 # Chosen on the tune splits of placement_pairs_v2 / v4 and on temporal_chains_v3 (docs/bench/validators.md).
-MIN_SCORE = 0.55   # the best attribute's score: below it the frame is like none of them
-MIN_MARGIN = 0.04  # ... and its lead over the next attribute: below it, unsure
+MIN_SCORE = 0.62   # the best attribute's score: below it the frame is like none of them
+MIN_MARGIN = 0.06  # ... and its lead over the next attribute: below it, unsure
 
 
 # ----------------------------------------------------------------------------------------- classifying
@@ -352,7 +355,7 @@ def _compare(old: Reading, new: Reading, old_text: str, new_text: str) -> Same |
 
 # The alignment's outcomes that say only that it could not read one relation in both sentences (not that it saw
 # another subject, a relative, a unit, a qualifier, a negation, many values or the past).
-_UNREAD = ("no names", "the same names, other words", "another relation (masked similarity",
+_UNREAD = ("no names", "the same names, other words", "another relation (masked similarity", "another predicate",
            "other words, sentences far apart", "the new sentence drops a name", "the same names and a new one")
 
 

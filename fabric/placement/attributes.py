@@ -59,7 +59,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     _a("home_city", "X lives in Y | X resides in Y | X's home is in Y | Y is where X lives | X moved to Y"
                     " | X relocated to Y | home for X is Y | X has settled in Y | X calls Y home"
                     " | X's address is in Y | X now lives in Y | X is a resident of Y"),
-    _a("birthplace", "X was born in Y | X's birthplace is Y | X is originally from Y | X grew up in Y | Y is where X was born"),
+    _a("birthplace", "X was born in Y | X's birthplace is Y | X is originally from Y | X grew up in Y"
+                     " | Y is where X was born"),
     _a("manager", "X reports to Y | X's manager is Y | Y manages X | X's boss is Y | Y is X's line manager"
                   " | X is managed by Y | X works under Y | X's supervisor is Y"),
     _a("reports", "X manages Y | Y reports to X | X is Y's manager | X supervises Y | X is the boss of Y"
@@ -71,12 +72,13 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     _a("friends", "X is friends with Y | Y is X's friend | X met Y | X's colleague is Y | X knows Y", multi=True),
     _a("phone", "X's phone number is Y | call X on Y | X can be reached at Y | Y is X's mobile number"
                 " | X's number is Y | ring X on Y", kinds="phone"),
-    _a("email", "X's email is Y | write to X at Y | X's email address is Y | reach X by email at Y"
-                " | Y is X's email | X uses the address Y", kinds="email"),
-    _a("favourite_film", "X's favourite film is Y | X loves Y more than any other film | X's all-time favourite"
-                         " movie is Y | the film X likes best is Y | X's favourite movie is Y | Y is X's favourite film"),
-    _a("favourite_book", "X's favourite book is Y | X loves Y more than any other book | the novel X likes best"
-                         " is Y | X's favourite novel is Y | Y is X's favourite book"),
+    _a("email", "X's email is Y | write to X at Y | X's email address is Y | reach X by email at Y | Y is X's email"
+                " | X uses the address Y", kinds="email"),
+    _a("favourite_film", "X's favourite film is Y | X loves Y more than any other film"
+                         " | X's all-time favourite movie is Y | the film X likes best is Y"
+                         " | X's favourite movie is Y | Y is X's favourite film"),
+    _a("favourite_book", "X's favourite book is Y | X loves Y more than any other book | the novel X likes best is Y"
+                         " | X's favourite novel is Y | Y is X's favourite book"),
     _a("favourite_food", "X's favourite food is Y | X's favourite dish is Y | X loves eating Y more than anything"
                          " | the meal X likes best is Y | Y is X's favourite food"),
     _a("favourite_music", "X's favourite band is Y | X's favourite singer is Y | X's favourite song is Y"
@@ -89,31 +91,30 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     _a("school", "X studies at Y | X attends Y | X goes to school at Y | X is a student at Y | X is enrolled at Y"
                  " | X's school is Y | X's university is Y | Y is where X studies"),
     _a("alma_mater", "X studied at Y | X graduated from Y | X has a degree from Y | X is an alumnus of Y", multi=True),
-    _a("car", "X drives a Y | X's car is a Y | X drives Y | X's car is Y | X got a new car, a Y | a Y is what X drives | Y is X's car"),
+    _a("car", "X drives a Y | X's car is a Y | X drives Y | X's car is Y | X got a new car, a Y"
+              " | a Y is what X drives | Y is X's car"),
     _a("age", "X is Y years old | X's age is Y | X turned Y | X is aged Y | Y is X's age", kinds="number"),
-    _a("birthday", "X's birthday is Y | X was born on Y | X celebrates X's birthday on Y | X's date of birth"
-                   " is Y | Y is X's birthday", kinds="date"),
+    _a("birthday", "X's birthday is Y | X was born on Y | X celebrates X's birthday on Y | X's date of birth is Y"
+                   " | Y is X's birthday", kinds="date"),
     _a("doctor", "X's doctor is Y | X's GP is Y | X sees Dr Y | Y is X's physician | Y treats X"),
-    _a("languages", "X speaks Y | X is fluent in Y | X is learning Y | X can speak Y | X talks Y at home",
-       multi=True),
+    _a("languages", "X speaks Y | X is fluent in Y | X is learning Y | X can speak Y | X talks Y at home", multi=True),
     _a("hobbies", "X enjoys Y | X plays Y | X's hobby is Y | X is into Y | X practises Y", multi=True),
     _a("allergies", "X is allergic to Y | X has an allergy to Y | X can't eat Y", multi=True),
-    _a("visited", "X has been to Y | X visited Y | X travelled to Y | X went to Y on holiday | X toured Y",
-       multi=True),
-    _a("salary", "X earns Y | X's salary is Y | X is paid Y a year | X makes Y annually | Y is what X earns a year", kinds="number"),
+    _a("visited", "X has been to Y | X visited Y | X travelled to Y | X went to Y on holiday | X toured Y", multi=True),
+    _a("salary", "X earns Y | X's salary is Y | X is paid Y a year | X makes Y annually | Y is what X earns a year",
+       kinds="number"),
     # organisations
     _a("ceo", "Y is the CEO of X | X is led by Y | Y runs X | X's chief executive is Y | Y heads X"
-              " | X appointed Y as chief executive | Y took over as CEO of X | X named Y its new CEO"
-              " | X is run by Y | Y is at the helm of X | the boss of X is Y | X is led by chief executive Y"
-              " | X is headed by CEO Y"),
+              " | X appointed Y as chief executive | Y took over as CEO of X | X named Y its new CEO | X is run by Y"
+              " | Y is at the helm of X | the boss of X is Y | X is led by chief executive Y | X is headed by CEO Y"),
     _a("ceo_of", "X is the CEO of Y | X runs Y | X heads Y | X leads Y | X is at the helm of Y | X founded Y",
        multi=True),
     _a("cfo", "Y is the CFO of X | X's chief financial officer is Y | Y is X's finance chief"),
     _a("cto", "Y is the CTO of X | X's chief technology officer is Y | Y leads technology at X"),
     _a("chair", "Y chairs X | Y is the chair of X | X's board is chaired by Y | Y is chairman of X"),
-    _a("headquarters", "X is headquartered in Y | X's headquarters are in Y | X is based in Y | X moved its head"
-                       " office to Y | Y is home to X's head office | X's HQ is in Y | X's main office is in Y"
-                       " | Y is where X has its headquarters"),
+    _a("headquarters", "X is headquartered in Y | X's headquarters are in Y | X is based in Y"
+                       " | X moved its head office to Y | Y is home to X's head office | X's HQ is in Y"
+                       " | X's main office is in Y | Y is where X has its headquarters"),
     _a("sites", "X opened an office in Y | X has a showroom in Y | X has a branch in Y | X runs a factory in Y"
                 " | X has a store in Y | X operates a warehouse in Y", multi=True),
     _a("owner", "X is owned by Y | Y owns X | Y acquired X | X is a subsidiary of Y | X's parent company is Y"
@@ -121,46 +122,56 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     _a("holdings", "X owns Y | X acquired Y | X bought Y | Y is a subsidiary of X | X is the parent company of Y",
        multi=True),
     _a("billing_plan", "X is on the Y plan | X's billing plan is Y | X subscribes to the Y tier | X upgraded to Y"
-                       " | X's subscription tier is Y | X pays for the Y plan | X moved to the Y plan | Y is the plan X is on"
-                       " | X downgraded to Y | X switched to the Y tier | the Y tier is what X pays for"),
-    _a("other_plans", "X's support plan is Y | X's phone plan is Y | X's insurance plan is Y | X's pension plan"
-                      " is Y | X's data plan is Y | X's maintenance contract is Y", multi=True),
-    _a("price", "X costs Y | the price of X is Y | X is priced at Y | X sells for Y | X is Y each | Y buys X", kinds="number"),
-    _a("headcount", "X has Y employees | X employs Y people | X's headcount is Y | Y people work at X | Y people are employed by X"
-                    " | X has a staff of Y | X's workforce is Y", kinds="number"),
-    _a("revenue", "X's revenue is Y | X made Y in revenue | X's annual sales were Y | X brought in Y last year | Y is X's annual revenue"
-                  " | X had a turnover of Y | X brings in Y a year | X's sales are Y a year", kinds="number"),
-    _a("valuation", "X is valued at Y | X's valuation is Y | X is worth Y | investors value X at Y | Y is X's valuation", kinds="number"),
-    _a("budget", "X's budget is Y | X has a budget of Y | Y has been allocated to X | X is funded with Y | Y is the budget for X",
+                       " | X's subscription tier is Y | X pays for the Y plan | X moved to the Y plan"
+                       " | Y is the plan X is on | X downgraded to Y | X switched to the Y tier"
+                       " | the Y tier is what X pays for"),
+    _a("other_plans", "X's support plan is Y | X's phone plan is Y | X's insurance plan is Y | X's pension plan is Y"
+                      " | X's data plan is Y | X's maintenance contract is Y", multi=True),
+    _a("price", "X costs Y | the price of X is Y | X is priced at Y | X sells for Y | X is Y each | Y buys X",
        kinds="number"),
-    _a("rent", "X's rent is Y | X pays Y in rent | the rent for X is Y a month | Y a month is the rent for X", kinds="number"),
-    _a("seats", "X has Y seats | X's plan includes Y seats | X is licensed for Y users | Y seats are licensed to X", kinds="number"),
-    _a("population", "X has a population of Y | Y people live in X | X is home to Y residents | Y is the population of X", kinds="number"),
-    _a("version", "X runs on version Y | X's current version is Y | X was upgraded to Y | the latest release of X"
-                  " is Y | X is on Y | Y is the current version of X", kinds="name number"),
-    _a("stack", "X is written in Y | X's codebase uses Y | X is built with Y | X is implemented in Y | Y is the language of X"
-                 " | X was rewritten in Y | X's code is now Y"),
+    _a("headcount", "X has Y employees | X employs Y people | X's headcount is Y | Y people work at X"
+                    " | Y people are employed by X | X has a staff of Y | X's workforce is Y", kinds="number"),
+    _a("revenue", "X's revenue is Y | X made Y in revenue | X's annual sales were Y | X brought in Y last year"
+                  " | Y is X's annual revenue | X had a turnover of Y | X brings in Y a year | X's sales are Y a year",
+       kinds="number"),
+    _a("valuation", "X is valued at Y | X's valuation is Y | X is worth Y | investors value X at Y"
+                    " | Y is X's valuation", kinds="number"),
+    _a("budget", "X's budget is Y | X has a budget of Y | Y has been allocated to X | X is funded with Y"
+                 " | Y is the budget for X", kinds="number"),
+    _a("rent", "X's rent is Y | X pays Y in rent | the rent for X is Y a month | Y a month is the rent for X",
+       kinds="number"),
+    _a("seats", "X has Y seats | X's plan includes Y seats | X is licensed for Y users | Y seats are licensed to X",
+       kinds="number"),
+    _a("population", "X has a population of Y | Y people live in X | X is home to Y residents"
+                     " | Y is the population of X", kinds="number"),
+    _a("version", "X runs on version Y | X's current version is Y | X was upgraded to Y"
+                  " | the latest release of X is Y | X is on Y | Y is the current version of X", kinds="name number"),
+    _a("stack", "X is written in Y | X's codebase uses Y | X is built with Y | X is implemented in Y"
+                " | Y is the language of X | X was rewritten in Y | X's code is now Y"),
     _a("hosting", "X is deployed on Y | X is hosted on Y | X runs on Y | X lives on Y servers | Y hosts X"),
     _a("deadline", "X is due on Y | the deadline for X is Y | X must be finished by Y | X has to ship by Y"
                    " | X is due Y | Y is the deadline for X", kinds="date"),
-    _a("launch_date", "X launches on Y | X's launch is set for Y | X will go live on Y | the release date of X"
-                      " is Y | X comes out on Y | Y is the launch date of X", kinds="date"),
-    _a("meeting_day", "X takes place on Y | X is held every Y | X meets on Y | X happens on Ys | on Ys X meets", kinds="date"),
-    _a("opening_time", "X opens at Y | X's opening time is Y | doors open at Y at X | X starts serving at Y | Y is when X opens",
+    _a("launch_date", "X launches on Y | X's launch is set for Y | X will go live on Y | the release date of X is Y"
+                      " | X comes out on Y | Y is the launch date of X", kinds="date"),
+    _a("meeting_day", "X takes place on Y | X is held every Y | X meets on Y | X happens on Ys | on Ys X meets",
+       kinds="date"),
+    _a("opening_time", "X opens at Y | X's opening time is Y | doors open at Y at X | X starts serving at Y"
+                       " | Y is when X opens", kinds="time"),
+    _a("closing_time", "X closes at Y | X's closing time is Y | X is open until Y | X shuts at Y | Y is when X closes",
        kinds="time"),
-    _a("closing_time", "X closes at Y | X's closing time is Y | X is open until Y | X shuts at Y | Y is when X closes", kinds="time"),
     _a("address", "X is located at Y | X's address is Y | you can find X at Y | X sits on Y | Y is the address of X"),
     # Other dates and figures a subject has: without them, the few attributes of one sort of value would take
     # any date or number ("X's wedding anniversary is June 9" is no birthday). Many values: never a correction.
-    _a("other_dates", "X's wedding anniversary is Y | X's appointment is on Y | X's exam is on Y | X's holiday"
-                      " starts on Y | X's contract ends on Y | X's flight leaves on Y | X's next review is on Y"
-                      " | X started on Y | X's party is on Y", multi=True, kinds="date"),
-    _a("other_figures", "X has Y children | X ran Y kilometres | X owns Y cars | X scored Y points | X's room"
-                        " number is Y | X weighs Y kilos | X's shoe size is Y | X is Y cm tall | X has Y followers"
-                        " | X sold Y units | X has Y stores | X grew Y%", multi=True, kinds="number"),
+    _a("other_dates", "X's wedding anniversary is Y | X's appointment is on Y | X's exam is on Y"
+                      " | X's holiday starts on Y | X's contract ends on Y | X's flight leaves on Y"
+                      " | X's next review is on Y | X started on Y | X's party is on Y", multi=True, kinds="date"),
+    _a("other_figures", "X has Y children | X ran Y kilometres | X owns Y cars | X scored Y points"
+                        " | X's room number is Y | X weighs Y kilos | X's shoe size is Y | X is Y cm tall"
+                        " | X has Y followers | X sold Y units | X has Y stores | X grew Y%",
+       multi=True, kinds="number"),
     _a("events", "X presented Y | X met Y | X gave a talk at Y | X emailed Y | X called Y | X visited Y's office"
-                 " | X had lunch with Y | X sent Y the report | X thanked Y | X interviewed at Y | X presented the results to Y"
-                 " | X showed the slides to Y | X sent a proposal to Y", multi=True),
+                 " | X had lunch with Y | X sent Y the report | X thanked Y | X interviewed at Y"
+                 " | X presented the results to Y | X showed the slides to Y | X sent a proposal to Y", multi=True),
     _a("customers", "X is a customer of Y | Y is a client of X | X signed a deal with Y | X partners with Y",
        multi=True),
     _a("investors", "Y invested in X | X is backed by Y | X raised money from Y", multi=True),

@@ -95,3 +95,8 @@ def test_cheap_once_warm():
     for _ in range(100):
         attributes.compare("Lena Varga works at Brightline Insurance.", "Halvard Bank hired Lena Varga.")
     assert (time.perf_counter() - start) / 100 < 0.005  # cached frames: no model call
+
+
+def test_a_hypothetical_corrects_nothing(rules, embedder):
+    d, _ = decide(rules, embedder, "I live in Porto.", "I might move to Galway next year.")
+    assert d.kind == "new_branch", d.reason

@@ -315,17 +315,24 @@ def _dated(r: Reading) -> Reading:
     return r if len(anchors) == len(r.anchors) else replace(r, anchors=tuple(anchors))
 
 
-def _guarded(old: Reading, new: Reading) -> bool:
+# Said as possible, planned or wished, not as so: "I might move to Galway", "if she joins Halvard".
+_HYPOTHETICAL = re.compile(r"\b(?i:might|could|would|should|maybe|perhaps|if|unless|considering|thinking (?:of|about)"
+                           r"|plans? to|planning|hop(?:e|es|ing) to|wants? to|wish(?:es)?|dreams? of|in talks)\b"
+                           r"|\bmay\b(?! \d)")  # in lower case: "May 3" is a date
+
+
+def _guarded(old: Reading, new: Reading, texts: tuple[str, str]) -> bool:
     """A reason to keep two sentences apart that no meaning overrules: a negation, a relative, "also" or a
-    verb of many values, one side told as the past."""
+    verb of many values, one side told as the past, a hypothetical."""
     return (old.negated or new.negated or bool(old.relatives or new.relatives) or new.also
-            or old.many or new.many or _told_as_past(old.text) != _told_as_past(new.text))
+            or old.many or new.many or _told_as_past(old.text) != _told_as_past(new.text)
+            or any(_HYPOTHETICAL.search(t) for t in texts))
 
 
 def compare(old_text: str, new_text: str) -> Same | None:
     """Do the two sentences state one single-valued attribute of one subject (the name they share)?"""
     old, new = _dated(read(old_text, new_text)), _dated(read(new_text, old_text))
-    if _guarded(old, new):
+    if _guarded(old, new, (old_text, new_text)):
         return None
     found = _compare(old, new, old_text, new_text)
     if found is None:  # a leading capital the alignment took for grammar may be the value ("KPMG hired ...")

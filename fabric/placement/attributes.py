@@ -155,11 +155,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
                       " | X comes out on Y | Y is the launch date of X", kinds="date"),
     _a("meeting_day", "X takes place on Y | X is held every Y | X meets on Y | X happens on Ys | on Ys X meets",
        kinds="date"),
-    _a("opening_time", "X opens at Y | X's opening time is Y | doors open at Y at X | X starts serving at Y"
-                       " | Y is when X opens", kinds="time"),
-    _a("closing_time", "X closes at Y | X's closing time is Y | X is open until Y | X shuts at Y | Y is when X closes",
-       kinds="time"),
     _a("address", "X is located at Y | X's address is Y | you can find X at Y | X sits on Y | Y is the address of X"),
+    # (No clock times: a place has many at once -- check-in, a lunch service, a last entry -- that frames
+    # masked to "X ... at Y" do not tell apart.)
     # Other dates and figures a subject has: without them, the few attributes of one sort of value would take
     # any date or number ("X's wedding anniversary is June 9" is no birthday). Many values: never a correction.
     _a("other_dates", "X's wedding anniversary is Y | X's appointment is on Y | X's exam is on Y"

@@ -97,6 +97,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     _a("birthday", "X's birthday is Y | X was born on Y | X celebrates X's birthday on Y | X's date of birth is Y"
                    " | Y is X's birthday", kinds="date"),
     _a("doctor", "X's doctor is Y | X's GP is Y | X sees Dr Y | Y is X's physician | Y treats X"),
+    _a("preferred_language", "X's preferred language is Y | X prefers to be contacted in Y | X likes to be addressed"
+                             " in Y | Y is the language X prefers"),
     _a("languages", "X speaks Y | X is fluent in Y | X is learning Y | X can speak Y | X talks Y at home", multi=True),
     _a("hobbies", "X enjoys Y | X plays Y | X's hobby is Y | X is into Y | X practises Y", multi=True),
     _a("allergies", "X is allergic to Y | X has an allergy to Y | X can't eat Y", multi=True),
@@ -263,13 +265,13 @@ _NOT_VALUE = _STOP | _CHANGE | frozenset("""these days now again currently today
     since anymore said says say told mentioned their they them user users new old""".split())
 
 
-def frame_value(r: Reading, subject: str, other: Reading) -> list[tuple[Classified, str, str]]:
+def frame_value(r: Reading, subject: str, other: Reading, spelled: str = "") -> list[tuple[Classified, str, str]]:
     """The ways to read the value of `r` about `subject`: its one other anchor, or when it has none, each word
     the other sentence lacks ("X is employed by stripe these days": stripe). (classification, value, kind)."""
     values = [a for a in r.anchors if a.key != subject]
     if len(values) == 1:
         a = values[0]
-        return [(classify_frame(frame(r, subject), a.kind), r.text[a.start:a.end], a.kind)]
+        return [(classify_frame(frame(r, subject), a.kind), (spelled or r.text)[a.start:a.end], a.kind)]
     if values:
         return []
     subject_at = next(a for a in r.anchors if a.key == subject)
@@ -281,7 +283,7 @@ def frame_value(r: Reading, subject: str, other: Reading) -> list[tuple[Classifi
                 subject_at.start <= m.start() < subject_at.end:
             continue
         masked = frame(r, subject, (m.start(), m.end()))
-        out.append((classify_frame(masked, "name"), w, "name"))
+        out.append((classify_frame(masked, "name"), (spelled or r.text)[m.start():m.end()], "name"))
     return sorted(out, key=lambda o: -o[0].score)  # the word that reads best as a value first
 
 
@@ -350,11 +352,11 @@ def _compare(old: Reading, new: Reading, old_text: str, new_text: str) -> Same |
     else:
         return None
     for subject in subjects:
-        for was, old_value, old_kind in frame_value(old, subject, new):
+        for was, old_value, old_kind in frame_value(old, subject, new, canonical(old_text)):
             attribute = was.attribute
             if attribute is None or attribute.multi:
                 continue
-            for now, new_value, new_kind in frame_value(new, subject, old):
+            for now, new_value, new_kind in frame_value(new, subject, old, canonical(new_text)):
                 if now.attribute is not attribute or old_kind != new_kind:
                     continue
                 same = value_key(old_value) == value_key(new_value)

@@ -39,6 +39,14 @@ APART = [
     ("Inés Cabral's birthday is March 4.", "Inés Cabral's wedding anniversary is June 21."),
     # a role read backwards: Nils is Mara's manager, then Mara manages someone
     ("Nils Brandt manages Mara Quist.", "Mara Quist manages Ove Lind."),
+    # the same value for another attribute, and a side role
+    ("Ayla Brenner works at Corvane Bank.", "Ayla Brenner banks with Corvane Bank."),
+    ("Ayla Brenner works at Corvane Bank.", "Ayla Brenner consults for Tessaro Bank on weekends."),
+    ("Ayla Brenner studies at Leeds University.", "Ayla Brenner teaches at York University."),
+    # a manager's manager
+    ("Ayla Brenner reports to Dov Keller.", "Dov Keller reports to Ines Roth."),
+    # another figure of the same subject
+    ("Corvane Bank has 1,200 employees.", "Corvane Bank has 300 branches."),
     # another plan of the same customer
     ("Juniper Analytics is on the Starter plan.", "Juniper Analytics' support plan is Premium."),
 ]

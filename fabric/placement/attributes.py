@@ -49,10 +49,13 @@ def _a(name: str, frames: str, *, multi: bool = False, kinds: str = "name") -> A
 
 ATTRIBUTES: tuple[Attribute, ...] = (
     # people
-    _a("employer", "X works at Y | X works for Y | X is employed by Y | Y employs X | Y hired X | X joined Y"
+    _a("employer", "X works at Y | X works for Y | X teaches at Y | X lectures at Y | X is employed by Y"
+                   " | Y employs X | Y hired X | X joined Y"
                    " | X's employer is Y | X is an engineer at Y | X has a job at Y | Y is where X works"
                    " | X is on the staff of Y | X took a job with Y | X now works for Y as an analyst"
                    " | X started a new job at Y | X has been working at Y"),
+    _a("side_roles", "X consults for Y | X advises Y | X volunteers at Y | X sits on the board of Y | X mentors at Y"
+                     " | X freelances for Y", multi=True),
     _a("employees", "X hired Y | X employs Y | Y works at X | Y joined X | X took on Y as a consultant", multi=True),
     _a("job_title", "X is a Y | X's job title is Y | X works as a Y | X was promoted to Y | X's role is Y"
                     " | X's position is Y | X holds the title of Y | Y is X's job title | Y is the role X holds"),

@@ -33,7 +33,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from .facts import CURRENCY, Span, _names as names, _project, currency, number_key
+from .facts import CURRENCY, GONE_BEFORE, Span, _names as names, _project, currency, number_key
 
 # ------------------------------------------------------------------------------ numbers written one way
 
@@ -171,6 +171,11 @@ def _reported(m: re.Match[str]) -> str:
 _SHOUTED = re.compile(r"[A-Z]{2,}\W+[A-Z]{2,}\W+[A-Z]{2,}")
 
 
+_PER_PERIOD = re.compile(r"(\d(?:[\d,.]*\d)?\s*(?:[kKmM]\b|%)?(?:\s*[a-z]+)?\s+)"
+                         r"(?:a|per|each|every)\s+(year|month|week|day)\b", re.IGNORECASE)
+_PERIODICAL = {"year": "annual", "month": "monthly", "week": "weekly", "day": "daily"}
+
+
 @lru_cache(maxsize=16384)
 def canonical(text: str) -> str:
     """The sentence with numbers, times, dates and phone numbers written one way (NFKC first), the
@@ -194,6 +199,10 @@ def canonical(text: str) -> str:
     t = re.sub(r"\b(open(?:s|ed)?) (?:its|their|the) doors\b", r"\1", t)  # "opens its doors at 9": opens at 9
     t = re.sub(r"\b([Yy])early\b", lambda m: "Annual" if m.group(1) == "Y" else "annual", t)  # one word per period
     t = _spell_numbers(t)
+    # "$6M a year" = "$6M annual revenue", "$15 a month" = "a monthly price of $15": one word per period
+    # (after an amount only: "postponed by a week" is no period)
+    t = re.sub(r"\bper annum\b|\bannually\b", "annual", t)
+    t = _PER_PERIOD.sub(lambda m: m.group(1) + _PERIODICAL[m.group(2).lower()], t)
     t = _SHIFT.sub(lambda m: m.group(1).split()[0], t)  # "pushed back 2 weeks, to" -> "pushed to"
     t = _VERSION.sub(r"\1", t)
     t = re.sub(r"\bv(\d+)\b", r"V\1", t)  # "the Helix API v2": a name of its own
@@ -223,11 +232,11 @@ _CHANGE = frozenset("""now new newly changed change changes moved move moves swi
     downgraded rewritten changed traded swapped exchanged stepped resigned retired departed replaced
     actually relocated migrated started starting began down up cut""".split())
 # "X's son attends ...", "X's husband works at ...": the fact is about someone else.
-_RELATIVES = frozenset("""son daughter child children kid kids wife husband spouse partner sister brother sibling
+RELATIVES = frozenset("""son daughter child children kid kids wife husband spouse partner sister brother sibling
     mother father mom mum dad parent parents grandmother grandfather aunt uncle cousin niece nephew friend
     boss deputy assistant colleague neighbour neighbor fiance fiancee girlfriend boyfriend team-mate""".split())
-_RELATIVE = re.compile(rf"(?:'s?|\b(?:his|her|their|its|our|your))\s+(?:[a-z-]+\s+)?({'|'.join(_RELATIVES)})\b"
-                       rf"|\b({'|'.join(_RELATIVES)})\s+of\b")
+_RELATIVE = re.compile(rf"(?:'s?|\b(?:his|her|their|its|our|your))\s+(?:[a-z-]+\s+)?({'|'.join(RELATIVES)})\b"
+                       rf"|\b({'|'.join(RELATIVES)})\s+of\b")
 _WHEN = re.compile(r"\b(?:from|starting|beginning|as of|effective)\s+(?:next|this|the coming|tomorrow|today|now)"
                    r"(?:\s+(?:week|month|year|quarter|season))?\b")
 # A subject holds several values of these at once: a new name is another fact, not a correction.
@@ -471,11 +480,8 @@ _HEAD = re.compile(r"\s+(project|service|app|team|programme|program|initiative|p
 
 # ---------------------------------------------------------------------------------------- comparing
 
-# A name the sentence says is the old value: after "switched from", "replacing", "left", "traded her";
-# before "stepped down", "resigned", "was replaced".
-_GONE_BEFORE = re.compile(r"\b(?:(?:moved|switched|changed|upgraded|downgraded|migrated|transferred|relocated)"
-                          r"(?:\s+[a-z]+){0,2}\s+from|replacing|replaced|succeeding|succeeded|instead of|in place of"
-                          r"|left|quit|(?:traded|swapped|exchanged)(?:\s+(?:his|her|their|its|our|my|the))?)\s+$")
+# A name the sentence says is the old value: after "switched from" (facts.GONE_BEFORE); before "stepped down",
+# "resigned", "was replaced".
 _GONE_AFTER = re.compile(r"\s+(?:has\s+)?(?:stepped down|steps down|resigned|retired|departed|was replaced"
                          r"|was succeeded|left\b(?!\s+[a-z]))")
 
@@ -544,7 +550,7 @@ def _title_slot(r: Reading, value: Anchor, shared: set[str]) -> bool:
 
 def _superseded(r: Reading) -> set[str]:
     return {a.key for a in r.anchors
-            if _GONE_BEFORE.search(r.text[:a.start]) or _GONE_AFTER.match(r.text[a.end:])}
+            if GONE_BEFORE.search(r.text[:a.start]) or _GONE_AFTER.match(r.text[a.end:])}
 
 
 Verdict = Literal["duplicate", "child_update", "contradiction_fork", "separate", "unknown"]
@@ -714,6 +720,8 @@ SAME_RELATION = 0.74    # masked sentences this close state the same attribute (
 SAME_RELATION_TELLING = 0.30  # ... when the value is a phone number or an e-mail address: its sort tells the attribute
 _TELLING = ("phone", "email")
 # Which phone: one person has several numbers at once, one per line.
+# A person's number with no line said is their own phone: "mobile" / "a new number" is one line, "office" is another.
+_OWN_LINE = frozenset(stem(w) for w in "mobile cell cellphone personal direct".split())
 _LINE_WORDS = frozenset(stem(w) for w in "mobile cell cellphone office home work landline fax desk direct personal "
                                          "business switchboard".split())
 FAR = 0.50            # whole sentences further apart than this, in other words, are not one attribute
@@ -795,6 +803,9 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     if a.kind == "phone" and lines_old and lines_new and not lines_old & lines_new:  # "mobile" / "office line"
         return Aligned("separate", f"another line ({' '.join(sorted(lines_old))} / {' '.join(sorted(lines_new))})",
                        veto=True)
+    other_line = (lines_old | lines_new) - _OWN_LINE
+    if a.kind == "phone" and other_line and not (lines_old and lines_new):  # "office number" / "a new number"
+        return Aligned("separate", f"a line named on one side only ({' '.join(sorted(other_line))})")
     if a.unit and b.unit and _dimension(a.unit) != _dimension(b.unit):  # "8 engineers" / "3 designers"
         return Aligned("separate", f"another unit ({a.unit} / {b.unit})", veto="money" in (a.unit, b.unit))
     implied = (_PRICE_WORDS if a.unit == b.unit == "money" else frozenset()) \

@@ -272,6 +272,10 @@ def frame_value(r: Reading, subject: str, other: Reading, spelled: str = "") -> 
     """The ways to read the value of `r` about `subject`: its one other anchor, or when it has none, each word
     the other sentence lacks ("X is employed by stripe these days": stripe). (classification, value, kind)."""
     values = [a for a in r.anchors if a.key != subject]
+    when = [a for a in values if a.kind == "date" or _YEAR.fullmatch(a.key)]
+    if len(values) > 1 and len(values) - len(when) == 1:  # "started there in May": when, not what
+        r = replace(r, anchors=tuple(a for a in r.anchors if a not in when))
+        values = [a for a in values if a not in when]
     if len(values) == 1:
         a = values[0]
         return [(classify_frame(frame(r, subject), a.kind), (spelled or r.text)[a.start:a.end], a.kind)]
@@ -332,8 +336,14 @@ def _guarded(old: Reading, new: Reading, texts: tuple[str, str]) -> bool:
             or any(_HYPOTHETICAL.search(t) for t in texts))
 
 
+_USER = re.compile(r"\bUser\b")
+_WE = re.compile(r"\b(?:[Ww]e|[Oo]ur)\b")
+
+
 def compare(old_text: str, new_text: str) -> Same | None:
     """Do the two sentences state one single-valued attribute of one subject (the name they share)?"""
+    if _USER.search(canonical(old_text)) and not _USER.search(canonical(new_text)):
+        new_text = _WE.sub(lambda m: "User's" if m.group().lower() == "our" else "User", new_text)  # chat: "we moved"
     old, new = _dated(read(old_text, new_text)), _dated(read(new_text, old_text))
     if _guarded(old, new, (old_text, new_text)):
         return None
@@ -375,9 +385,12 @@ def _compare(old: Reading, new: Reading, old_text: str, new_text: str) -> Same |
 
 
 # The alignment's outcomes that say only that it could not read one relation in both sentences (not that it saw
-# another subject, a relative, a unit, a qualifier, a negation, many values or the past).
+# another subject, a relative, a unit, a qualifier, a negation, many values or the past). "No shared name" and
+# "more than one name changed" are here because compare itself asks for one shared subject and one value a side
+# (after "we" / "our" beside "I", and dates of the statement, are read).
 _UNREAD = ("no names", "the same names, other words", "another relation (masked similarity", "another predicate",
-           "other words, sentences far apart", "the new sentence drops a name", "the same names and a new one")
+           "other words, sentences far apart", "the new sentence drops a name", "the same names and a new one",
+           "no shared name", "more than one name changed")
 
 
 def unread(aligned: Aligned) -> bool:

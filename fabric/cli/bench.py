@@ -8,7 +8,6 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markdown import Markdown
 
 from .app import app
 
@@ -21,6 +20,9 @@ def emit(results: dict[str, Any], text: str, *, name: str, out: Path | None, as_
          json_view: dict[str, Any] | None = None) -> None:
     """A benchmark's results: `<name>.json` and `<name>.md` under `out`, then JSON (`json_view`, else
     everything) or the markdown page with the elapsed time."""
+    # rich.markdown pulls in markdown_it and pygments (~0.1 s): only a benchmark's page needs them.
+    from rich.markdown import Markdown
+
     from ..bench.report import write_json
     from .app import console, print_json
 

@@ -8,11 +8,13 @@ any wording that means one of a set of common attributes of people and organisat
    senior auditor." -> "Y hired X as a senior auditor."
 2. Embed the masked frame with fabric's embedder (all-MiniLM-L6-v2, vectors cached per phrase by
    align._phrase_vectors) and compare it with prototype frames written here, several per attribute in
-   varied voice (active, passive, value first, possessive, first person). An attribute's score is the
-   mean of its two closest prototypes.
+   varied voice (active, passive, value first, possessive, first person). Only prototypes with X and Y
+   in the frame's order, and attributes that take the value's sort (a date, a number, a name), compete.
+   An attribute's score is the mean of its two closest prototypes.
 3. Decide: an attribute only when its score is high enough and beats the next attribute by a margin;
    otherwise unknown. Inverse frames ("X manages Y": X is someone's manager, not X's manager) are
-   attributes of their own, of many values, so a frame read backwards never corrects anything.
+   attributes of their own, of many values, so a frame read backwards never corrects anything; so are
+   decoys for other dates, figures, plans, side roles and events.
 
 `compare` applies it to two sentences that share one subject: both of one single-valued attribute
 with the same value is a duplicate, with another value of the same sort a contradiction. Attributes of

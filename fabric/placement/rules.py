@@ -35,7 +35,9 @@ from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Any, Sequence
 
+from . import attributes
 from .align import RELATIVES, Aligned, canonical, clauses, compare_aligned, read, relation_similarity, single_key
+from .attributes import unread
 from .states import state, title
 from .facts import RELATIONS, Fact, _numeric, compare, extract, keyable, shared_relation, value_key
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
@@ -280,6 +282,13 @@ class RuleValidator:
             if verdict == "duplicate" and adds_detail(c.content, write.content):
                 verdict = "child_update"  # ", for its soundtrack": one detail word, in a clause of its own
             return verdict, Statement.from_facts(old, new)
+        if verdict == "unknown" and unread(aligned):  # no shared relation read, no reason seen to separate
+            same = attributes.compare(c.content, write.content)
+            if same is not None:
+                kind = "child_update" if same.verdict == "duplicate" and adds_detail(c.content, write.content) \
+                    else same.verdict
+                return kind, Statement(same.subject, same.attribute, same.old_value, same.new_value, same.why,
+                                               True)
         return aligned.verdict, Statement.from_alignment(aligned, c)
 
     def _by_key(self, write: IncomingWrite, new_words: list[str], keyed: Sequence[Candidate]) -> Decision | None:

@@ -16,7 +16,10 @@ from tests.fix_placement import decide
 @pytest.mark.parametrize("text, read", [
     ("Nordlys HQ: Tromsø", "Nordlys HQ is Tromsø"),
     ("Nordlys HQ -> Bergen", "Nordlys HQ is now Bergen"),
-    ("HQ → Bergen", "User's HQ is now Bergen"),
+    ("HQ → Bergen", "Team's HQ is now Bergen"),  # an attribute of the user's team
+    ("Budget: $20k", "Team's budget is $20k"),
+    ("Stack: Postgres", "Team uses Postgres"),
+    ("Atlas DB -> MySQL", "Atlas switched to MySQL"),
     ("New boss: Dana Reyes", "User's new boss is Dana Reyes"),
     ("Atlas budget = $15k", "Atlas budget is $15k"),
     ("Rent: 1,200/mo", "User's rent is 1,200 monthly"),
@@ -64,6 +67,9 @@ def test_a_status_note():
 @pytest.mark.parametrize("old, new, key", [
     ("Nordlys is headquartered in Tromsø.", "Nordlys HQ -> Bergen", ("Nordlys", "headquarters", "Bergen")),
     ("Nordlys HQ: Tromsø", "Nordlys moved its headquarters to Bergen.", ("Nordlys", "headquarters", "Bergen")),
+    ("HQ: Tromsø", "Our HQ moved to Bergen.", ("Team", "headquarters", "Bergen")),
+    ("HQ: Tromsø", "We're headquartered in Bergen now.", ("Team", "headquarters", "Bergen")),
+    ("Our budget is $15k.", "Budget: $20k", ("Team", "budget", "$20k")),
     ("My manager is Piet Claes.", "New boss: Dana Reyes", ("User", "manager", "Dana Reyes")),
     ("New boss: Dana Reyes", "I report to Piet Claes now.", ("User", "manager", "Piet Claes")),
     ("The Atlas budget is $12,000.", "Atlas budget = $15k", ("Atlas", "budget", "$15k")),
@@ -78,10 +84,19 @@ def test_a_note_corrects_a_sentence_and_back(rules, embedder, old, new, key):
     assert (d.subject, d.relation, d.value) == key
 
 
-def test_a_status_note_corrects_a_status(rules, embedder):
-    d, target = decide(rules, embedder, "The Orion migration is in progress.", "Orion migration: done ✅",
-                       pregated=True)
-    assert d.kind == "contradiction_fork" and target == "The Orion migration is in progress.", d.reason
+@pytest.mark.parametrize("old, new", [
+    ("The Orion migration is in progress.", "Orion migration: done ✅"),
+    ("Orion migration: done ✅", "The Orion migration is on hold again."),
+    ("The Orion migration is underway.", "Orion migration -> on hold"),
+])
+def test_a_status_note_corrects_a_status(rules, embedder, old, new):
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "contradiction_fork" and target == old, d.reason
+
+
+def test_a_job_note_restated_is_no_correction(rules, embedder):
+    d, target = decide(rules, embedder, "Just started at Figma", "I work at Figma now.", pregated=True)
+    assert d.kind in ("duplicate", "child_update") and target == "Just started at Figma", d.reason
 
 
 @pytest.mark.parametrize("old, new", [
@@ -112,6 +127,8 @@ def test_a_note_about_something_else_corrects_nothing(rules, embedder, old, new)
     ("We use Postgres for billing.", "We migrated to MySQL last month."),
     ("Atlas uses Postgres.", "Atlas moved over to MySQL."),
     ("Our team uses Jira.", "we moved to Linear"),
+    ("Stack: Postgres", "we migrated to MySQL"),
+    ("Atlas uses Postgres.", "Atlas DB -> MySQL"),
 ])
 def test_a_switch_replaces_the_tool(rules, embedder, old, new):
     d, target = decide(rules, embedder, old, new, pregated=True)

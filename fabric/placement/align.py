@@ -153,6 +153,7 @@ _USER = ((_NO_SUBJECT, lambda m: " ".join(["User", *(g.lower() for g in m.groups
          (re.compile(_I + r"['’]ve\b"), "User has"), (re.compile(_I + r"['’]d\b"), "User would"),
          (re.compile(_I + r" " + _VERB), lambda m: _agree("User", m)),
          (re.compile(r"\b(?:[Oo]ur|[Mm]y) (?:team|company|org|organi[sz]ation|startup|group)\b(?!['’])"), "Team"),
+         (re.compile(r"\b[Oo]ur (?=(?:HQ|hq|headquarters|head office|main office|budget|headcount)\b)"), "Team's "),
          (re.compile(_WE + r"['’]re\b"), "Team is"), (re.compile(_WE + r"['’]ve\b"), "Team has"),
          (re.compile(_WE + " " + _VERB), lambda m: _agree("Team", m)))
 _ME = re.compile(r"(?<=[a-z] )me\b(?!['’-])")
@@ -210,7 +211,12 @@ _NOT_NOTE_HEAD = frozenset("""note notes update updates reminder todo to-do fyi 
     answer summary context tldr tl;dr heads-up warning important action next status log""".split())
 # the user's own attributes a note may name with no holder ("New boss: ...", "Rent: ...", "HQ: ...")
 _OWN_HEADS = frozenset("""boss manager rent salary home address employer job title role phone mobile email car dentist
-    doctor gp landlord partner hq headquarters office city diet bank lawyer coach mentor birthday age team""".split())
+    doctor gp landlord partner city diet bank lawyer coach mentor birthday age hq headquarters office budget
+    headcount""".split())
+# heads of the user's team's attributes ("HQ: Tromsø", "Budget: $20k"); heads naming the holder's tools
+_TEAM_HEADS = frozenset("hq headquarters office budget headcount".split())
+_STACK_HEADS = frozenset("stack db database tooling".split())
+_HOLDER_WORDS = _OWN_HEADS | _TEAM_HEADS | _STACK_HEADS | {"new", "current", "my", "our", "the"}
 _DONE_MARK = re.compile(r"\s*(?:✅|✔️?|☑️?|👍)\s*")
 
 
@@ -224,16 +230,20 @@ def note(t: str) -> str:
     if not value or len(words) > 4 or len(value.split()) > 5 or words[0].lower() in _NOT_NOTE_HEAD \
             or re.search(r"\b(?:is|are|was|were|has|have|will)\b", head + " " + value):
         return t  # a label before a sentence ("Update: Nordlys moved ..."), not a note
+    now = " now" if mark in ("->", "→", "=>") else ""
+    noun = words[-1].lower()
     # (a head of one word is capitalised as any note begins: "Lunch: pizza" names nothing)
-    named = len(words) > 1 and any(w[0].isupper() and w.lower() not in _OWN_HEADS | {"new", "current", "my", "the"}
-                                   for w in words)
+    named = len(words) > 1 and any(w[0].isupper() and w.lower() not in _HOLDER_WORDS for w in words)
+    if noun in _STACK_HEADS:  # "Stack: Postgres", "Atlas DB: MySQL": the holder's tool
+        holder = " ".join(words[:-1]) if named else "Team"
+        return f"{holder} switched to {value}" if now else f"{holder} uses {value}"  # (an arrow: a switch)
     if not named:
-        if words[-1].lower() not in _OWN_HEADS:
+        if noun not in _OWN_HEADS:
             return t
-        head = "User's " + head[0].lower() + head[1:] if not head[:2].isupper() else "User's " + head
-        head = re.sub(r"^User's (?:my|My) ", "User's ", head)
-    verb = "is now" if mark in ("->", "→", "=>") else "is"
-    return f"{head} {verb} {value}"
+        rest = [w for w in words if w.lower() not in ("my", "our", "team")]
+        holder = "Team's" if noun in _TEAM_HEADS or words[0].lower() in ("our", "team") else "User's"
+        head = " ".join([holder, *(w if w.isupper() else w.lower() for w in rest)])
+    return f"{head} is{now} {value}"
 
 
 # "moved back to Lisbon", "moved back home to Lisbon": a move to a place, as "moved to Lisbon"

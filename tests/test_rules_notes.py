@@ -25,6 +25,9 @@ from tests.fix_placement import decide
     ("Rent: 1,200/mo", "User's rent is 1,200 monthly"),
     ("left Stripe", "User no longer works at Stripe"),
     ("Quit Stripe today.", "User no longer works at Stripe today."),
+    ("Left Stripe 😢", "User no longer works at Stripe 😢"),
+    ("New job: Figma", "User works at Figma"),
+    ("Employer -> Figma", "User now works at Figma"),
     ("moved back to Lisbon", "User moved to Lisbon"),
     # labels before a sentence, a head no attribute of the user's, more than a note: left as written
     ("Update: Nordlys is moving to Bergen.", "Update: Nordlys is moving to Bergen."),
@@ -64,6 +67,13 @@ def test_a_status_note():
     assert done is not None and (done.attribute, done.value, done.subject) == ("status", "done", "orion migration")
 
 
+def forks(rules, embedder, old: str, new: str):
+    """The new text supersedes the old one; returns the decision."""
+    d, target = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == "contradiction_fork" and target == old, d.reason
+    return d
+
+
 @pytest.mark.parametrize("old, new, key", [
     ("Nordlys is headquartered in Tromsø.", "Nordlys HQ -> Bergen", ("Nordlys", "headquarters", "Bergen")),
     ("Nordlys HQ: Tromsø", "Nordlys moved its headquarters to Bergen.", ("Nordlys", "headquarters", "Bergen")),
@@ -76,11 +86,11 @@ def test_a_status_note():
     ("My rent is 1,100 a month.", "Rent: 1,200/mo", ("User", "rent", "1,200")),
     ("I work at Stripe.", "Started at Figma today!", ("User", "employer", "Figma")),
     ("The user works at Stripe.", "Just started at Figma", ("User", "employer", "Figma")),
+    ("I work at Stripe.", "New job: Figma", ("User", "employer", "Figma")),
     ("I live in Porto.", "moved back to Lisbon", ("User", "home_city", "Lisbon")),
 ])
 def test_a_note_corrects_a_sentence_and_back(rules, embedder, old, new, key):
-    d, target = decide(rules, embedder, old, new, pregated=True)
-    assert d.kind == "contradiction_fork" and target == old, d.reason
+    d = forks(rules, embedder, old, new)
     assert (d.subject, d.relation, d.value) == key
 
 
@@ -90,8 +100,7 @@ def test_a_note_corrects_a_sentence_and_back(rules, embedder, old, new, key):
     ("The Orion migration is underway.", "Orion migration -> on hold"),
 ])
 def test_a_status_note_corrects_a_status(rules, embedder, old, new):
-    d, target = decide(rules, embedder, old, new, pregated=True)
-    assert d.kind == "contradiction_fork" and target == old, d.reason
+    forks(rules, embedder, old, new)
 
 
 def test_a_job_note_restated_is_no_correction(rules, embedder):
@@ -104,9 +113,7 @@ def test_a_job_note_restated_is_no_correction(rules, embedder):
     ("Teo Vance works at Brindle Bank.", "Teo Vance left Brindle Bank."),  # (until round 9: no correction)
 ])
 def test_leaving_ends_the_job_with_no_new_value(rules, embedder, old, new):
-    d, target = decide(rules, embedder, old, new, pregated=True)
-    assert d.kind == "contradiction_fork" and target == old, d.reason
-    assert d.subject is None  # no new value to key
+    assert forks(rules, embedder, old, new).subject is None  # no new value to key
 
 
 @pytest.mark.parametrize("old, new", [
@@ -131,8 +138,7 @@ def test_a_note_about_something_else_corrects_nothing(rules, embedder, old, new)
     ("Atlas uses Postgres.", "Atlas DB -> MySQL"),
 ])
 def test_a_switch_replaces_the_tool(rules, embedder, old, new):
-    d, target = decide(rules, embedder, old, new, pregated=True)
-    assert d.kind == "contradiction_fork" and target == old, d.reason
+    forks(rules, embedder, old, new)
 
 
 @pytest.mark.parametrize("old, new", [

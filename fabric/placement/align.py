@@ -237,6 +237,8 @@ def note(t: str) -> str:
     if noun in _STACK_HEADS:  # "Stack: Postgres", "Atlas DB: MySQL": the holder's tool
         holder = " ".join(words[:-1]) if named else "Team"
         return f"{holder} switched to {value}" if now else f"{holder} uses {value}"  # (an arrow: a switch)
+    if noun in ("job", "employer", "workplace") and not named:  # "New job: Figma": where the user works
+        return f"User{now} works at {value}"
     if not named:
         if noun not in _OWN_HEADS:
             return t
@@ -251,7 +253,8 @@ _BACK = re.compile(r"\b(moved|relocated|went)\s+back\s+(?:home\s+)?to\b", re.IGN
 # "User left Stripe", "quit Stripe today": an end, no new value; read as "no longer works at Stripe"
 _LEFT = re.compile(r"^(?P<who>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)\s+(?:just\s+|finally\s+|officially\s+)?"
                    r"(?:left|quit)\s+(?P<what>[A-Z][\w&'.-]*(?:\s+[A-Z][\w&'.-]*)*)"
-                   r"(?P<tail>(?:\s+(?:today|yesterday|this week|last week|last month|in [A-Z][a-z]+))?\s*[.!]*\s*)$")
+                   r"(?P<tail>(?:\s+(?:today|yesterday|this week|last week|last month|in [A-Z][a-z]+))?"
+                   r"\s*[^\w\s]*\s*)$")
 # "started at Figma", "starting a new job at Figma": a job, in the words the lexicon and the alignment read one
 _STARTED = re.compile(r"\b(started|starting|starts)\s+(?:(?:a|my|her|his|their)\s+)?(?:new\s+)?"
                       r"(?:(?:job|role|position|work)\s+)?(?:at|with)(?=\s+[A-Z])")

@@ -32,6 +32,8 @@ from tests.fix_placement import decide
     # labels before a sentence, a head no attribute of the user's, more than a note: left as written
     ("Update: Nordlys is moving to Bergen.", "Update: Nordlys is moving to Bergen."),
     ("Reminder: call Dana", "Reminder: call Dana"),
+    ("Starting Monday, Dana Reyes leads Atlas.", "Starting Monday, Dana Reyes leads Atlas."),
+    ("starting a new job at Figma on Monday", "User starting working at Figma on Monday"),
     ("Lunch: pizza", "Lunch: pizza"),
     ("Ask anyone at Ostara Labs: Ada works there", "Ask anyone : Ada works at Ostara Labs"),
 ])

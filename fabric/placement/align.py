@@ -144,9 +144,10 @@ _WE = "(?:^|" + "|".join(rf"(?<=\b{w}\s)" for w in ("so", "and", "but", "btw", "
     + r"|(?<=[.!?,;:]\s))[Ww]e"
 # A chat note with no subject ("Moved to Porto last month.", "Works at Stripe now.") is about the user.
 _NO_SUBJECT = re.compile(r"(?:^|(?<=[.!?]\s))(?:(Just|Recently|Finally|Now)\s+)?"
-                         r"((?i:moved|relocated|started|starting|joined|switched|lives|works|drives|prefers|left|quit))"
-                         r"(?=\s+(?:(?:to|at|in|for|with|from|into|over)\s+)?[A-Z]"
-                         r"|\s+(?:a\s+new\s+job|a\s+new\s+role|work)\s+(?:at|with)\s+[A-Z])")
+                         r"((?i:moved|relocated|started|joined|switched|lives|works|drives|prefers|left|quit)"
+                         r"(?=\s+(?:(?:to|at|in|for|with|from|into|over)\s+)?[A-Z])"
+                         # "starting a new job at Figma", not "Starting Monday, Dana leads ..."
+                         r"|(?i:started|starting)(?=\s+(?:a\s+new\s+job|a\s+new\s+role|work|at)\s+(?:at\s+|with\s+)?[A-Z]))")
 _USER = ((_NO_SUBJECT, lambda m: " ".join(["User", *(g.lower() for g in m.groups() if g)])),
          (re.compile(r"\b(?:the\s+)?user(?=\b(?!-))", re.IGNORECASE), "User"),
          (re.compile(r"\b[Mm]y\b"), "User's"), (re.compile(_I + r"['’]m\b"), "User is"),

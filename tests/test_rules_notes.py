@@ -138,6 +138,8 @@ def test_a_note_about_something_else_corrects_nothing(rules, embedder, old, new)
     ("Our team uses Jira.", "we moved to Linear"),
     ("Stack: Postgres", "we migrated to MySQL"),
     ("Atlas uses Postgres.", "Atlas DB -> MySQL"),
+    ("The Kestrel repo uses Node 18.", "The Kestrel repo uses Node 20."),  # the same tool, another version
+    ("We use Postgres.", "We now use MySQL."),
 ])
 def test_a_switch_replaces_the_tool(rules, embedder, old, new):
     forks(rules, embedder, old, new)
@@ -147,6 +149,7 @@ def test_a_switch_replaces_the_tool(rules, embedder, old, new):
     ("we use Postgres", "we use Redis"),                    # many tools at once
     ("Our team uses Slack for chat.", "Our team uses Notion for documentation."),
     ("we use Postgres", "we switched to Linear"),           # another kind of tool
+    ("we use Postgres", "we now use Redis too"),
     ("Atlas uses Postgres.", "Orion migrated to MySQL."),   # another project
     ("we use Postgres", "We moved to Lisbon."),             # a move of home, no tool
 ])

@@ -811,7 +811,7 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
 
 
 _SWITCH = re.compile(r"\b(?:switched|switching|migrated|migrating|moved|moving|changed)(?: over| everything| all)?"
-                     r"(?: from § )?(?: to)\b|\breplac(?:ed|ing)\b")
+                     r"(?: from § )?(?: to)\b|\breplac(?:ed|ing)\b|\bnow (?:uses?|using)\b")  # "now uses": instead
 
 
 def keyable(fact: Fact | None) -> TypeGuard[Fact]:
@@ -853,8 +853,8 @@ Verdict = Literal["duplicate", "child_update", "contradiction_fork", "separate",
 def compare(old: Fact, new: Fact) -> Verdict:
     """How a new sentence's fact stands to an old one's. Unsure means separate: never invalidate on a guess.
     "unknown": the relations differ but one was only guessed from a noun; the caller compares frames."""
-    if shared_relation(old, new) is None:
-        return "separate" if old.lexical and new.lexical else "unknown"
+    if shared_relation(old, new) is None:  # ("uses" names no attribute of its own beside another one: unsure)
+        return "separate" if old.lexical and new.lexical and "uses" not in old.relations | new.relations else "unknown"
     if old.loose or new.loose:  # only ever a refinement: "a flat near the river in Lisbon"
         same = old.subject_key == new.subject_key and old.value_key == new.value_key and not (
             old.negated or new.negated or old.past or new.past)
@@ -873,6 +873,9 @@ def compare(old: Fact, new: Fact) -> Verdict:
         if new.others - old.others or len(new.detail - old.detail) >= 2:
             return "child_update"
         return "duplicate"
+    if shared_relation(old, new) == "uses" and old.value_key.split()[0] == new.value_key.split()[0] \
+            and not (old.negated or new.negated):
+        return "contradiction_fork"  # "uses Node 18" -> "uses Node 20": the same tool, another version
     if shared_relation(old, new) == "uses" and new.replaces and not (old.negated or new.negated) \
             and (tool_kind(old.value) is None or tool_kind(new.value) is None
                  or tool_kind(old.value) == tool_kind(new.value)):

@@ -192,7 +192,8 @@ SELECT m.id, m.org, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.rel
        m.source, m.kind, m.durability, m.metadata, v.version, v.state, v.decision_id,
        1 - n.distance AS score, row_number() OVER (ORDER BY n.distance, n.id) AS vector_rank,
        NULL::bigint AS lexical_rank, 0::bigint AS named_matches
-FROM {{current_scan}} n
+FROM (SELECT %(q)s::vector AS vec) qv
+CROSS JOIN LATERAL {{current_scan}} n
 JOIN fabric.memory_versions v ON v.org = %(org)s AND v.memory_id = n.id
 JOIN fabric.memories m ON m.org = %(org)s AND m.id = n.id
 WHERE {{version_holds}}
@@ -233,7 +234,11 @@ JOIN fabric.memories m ON m.org = %(org)s AND m.id = a.id
 -- now and live.
 (fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                   %(valid_at)s, %(known_at)s, %(include_superseded)s)
- AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live')))
+ AND (NOT %(live_only)s OR {{live_version}}))
+
+-- fragment: live_version
+-- The version v is believed now and live (what placement compares a write with).
+(v.expired_at IS NULL AND v.state = 'live')
 
 -- fragment: memories_that_hold
 -- The org's memories m whose version v holds (version_holds), within subject_prefix when one is given
@@ -245,20 +250,21 @@ WHERE m.org = %(org)s AND {{version_holds}}
 
 -- fragment: current_scan
 -- The current-state index scan: scan_limit candidates of the org from fabric.current_embeddings' HNSW
--- index (the org's own partial index when it has one: fabric/read/indexes.py), nearest first; the
--- caller joins memory_versions and applies the time filter after it. Nearly every row there holds
+-- index (the org's own partial index when it has one: fabric/read/indexes.py), nearest to qv.vec (the
+-- caller's query vector: a one-row `(SELECT %(q)s::vector AS vec) qv`, or placement's batch of them,
+-- LATERAL), nearest first; the caller joins memory_versions and applies the time filter after it. Nearly every row there holds
 -- now (the few that do not: a valid time ended since the memory's last change, or one that starts in
 -- the future), and with the filter outside the scan the planner estimates the org's share alone.
 -- Inside it, the join to memory_versions was estimated to keep ~3 in 100 of the org's rows (each key
 -- column's selectivity multiplied), which made the exact sort of a 4-percent org look cheaper than
 -- the index: 7.0 -> 1.8 ms of CPU at 100k memories (k 10).
-(SELECT c.memory_id AS id, c.embedding <=> %(q)s::vector AS distance
+(SELECT c.memory_id AS id, c.embedding <=> qv.vec AS distance
  FROM fabric.current_embeddings c
  WHERE c.org = %(org)s
    AND (%(subject_prefix)s::text IS NULL
         OR EXISTS (SELECT 1 FROM fabric.memories s WHERE s.org = c.org AND s.id = c.memory_id
                    AND fabric_api.under(s.subject, %(subject_prefix)s)))
- ORDER BY c.embedding <=> %(q)s::vector
+ ORDER BY c.embedding <=> qv.vec
  LIMIT %(scan_limit)s)
 
 -- fragment: vector_leg
@@ -268,7 +274,8 @@ WHERE m.org = %(org)s AND {{version_holds}}
 -- only when the index scan came up short of pool rows; `nearest`, whichever of the two answers.
 ann AS MATERIALIZED (
     (SELECT n.id, n.distance   -- current state: the scan, then the time filter on its candidates
-     FROM {{current_scan}} n
+     FROM (SELECT %(q)s::vector AS vec) qv
+     CROSS JOIN LATERAL {{current_scan}} n
      JOIN fabric.memory_versions v ON v.org = %(org)s AND v.memory_id = n.id
      WHERE %(current)s AND %(mode)s <> 'lexical' AND {{version_holds}}
      ORDER BY n.distance

@@ -152,11 +152,15 @@ def statement_for(mode: str, iterative: bool = False, current: bool = False) -> 
 GENERIC_LITERALS = ("org", "mode", "current", "k", "pool", "scan_limit", "df_cap", "common_df", "rrf_k")
 
 
-def uses_generic_plan(params: dict[str, Any]) -> bool:
-    """A current-state hybrid or lexical search reuses one plan per org and sizes (generic_statement):
-    planning the 12-CTE statement was ~1/4 of its server CPU. Vector and time-travel reads are planned
-    for their values every time (see session_settings)."""
-    return params["mode"] != "vector" and params["current"]
+def uses_generic_plan(params: dict[str, Any], statement: str) -> bool:
+    """A current-state search reuses one plan per org and sizes (generic_statement): the fused modes'
+    `search` (planning the 12-CTE statement was ~1/4 of its server CPU) and vector mode's index-scan
+    statement, search_vector_current (0.5 of its 1.8 ms at 20k memories). Time-travel reads and
+    search_vector, whose exact-scan branch a generic plan joins badly, are planned for their values
+    every time (see session_settings)."""
+    if not params["current"]:
+        return False
+    return statement is VECTOR_CURRENT_SQL if params["mode"] == "vector" else statement is SEARCH_SQL
 
 
 @functools.lru_cache(maxsize=256)
@@ -203,10 +207,17 @@ def raw_params(statement: str, params: dict[str, Any]) -> tuple[str, list[Any]]:
 
 
 def fallback_for(statement: str, rows: list[Any], params: dict[str, Any]) -> str | None:
-    """The statement to run next when an index-scan-only statement came up short of k rows: the full
-    search_vector, whose exact scan answers. None when the rows are the answer."""
-    short = statement is VECTOR_CURRENT_SQL or statement is VECTOR_AT_SQL
+    """The statement to run next when an index-scan-only statement (search_vector_current, as given or
+    with its literals written in, or search_vector_at) came up short of k rows: the full search_vector,
+    whose exact scan answers (with custom_plans). None when the rows are the answer."""
+    short = params["mode"] == "vector" and statement is not VECTOR_SQL
     return VECTOR_SQL if short and len(rows) < params["k"] else None
+
+
+def custom_plans(settings: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """`settings` with plans made for the actual parameters (a fallback's statement has no literals)."""
+    return [(stmt, dict(args, plan_cache_mode="force_custom_plan") if args and "plan_cache_mode" in args
+             else args) for stmt, args in settings]
 
 
 _SETTINGS_SQL = """
@@ -266,9 +277,11 @@ def session_settings(*, ef_search: int, iterative: bool = False, index: str = AL
     return settings
 
 
-def search_settings(params: dict[str, Any], *, ef_search: int, iterative: bool) -> list[tuple[str, Any]]:
+def search_settings(params: dict[str, Any], *, ef_search: int, iterative: bool, generic: bool = False
+                    ) -> list[tuple[str, Any]]:
     """The session settings for one search with `params` (from search_params); `iterative`: the server's
-    pgvector has iterative index scans (pgvector_version >= ITERATIVE_SCAN_SINCE)."""
+    pgvector has iterative index scans (pgvector_version >= ITERATIVE_SCAN_SINCE); `generic`: the
+    statement carries its org and sizes as literals (uses_generic_plan, generic_statement)."""
     if params["mode"] == "vector" or iterative:
         ef = max(ef_search, params["pool"])
     else:
@@ -280,7 +293,7 @@ def search_settings(params: dict[str, Any], *, ef_search: int, iterative: bool) 
     return session_settings(ef_search=ef, iterative=iterative,
                             index=CURRENT_INDEX if params["current"] else ALL_INDEX,
                             org_index="fabric." + org_index_name(table, params["org"]),
-                            generic=uses_generic_plan(params))
+                            generic=generic)
 
 
 def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray | None, mode: str, k: int,
@@ -301,7 +314,7 @@ def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray 
     rows = _run(conn, settings, statement, params)
     fallback = fallback_for(statement, rows, params)
     if fallback is not None:
-        rows = _run(conn, settings, fallback, params)
+        rows = _run(conn, custom_plans(settings), fallback, params)
     return search_rows(rows)
 
 
@@ -328,7 +341,7 @@ async def asearch(conn: psycopg.AsyncConnection, **kw: Any) -> list[dict[str, An
     rows = await _arun(conn, settings, statement, params)
     fallback = fallback_for(statement, rows, params)
     if fallback is not None:
-        rows = await _arun(conn, settings, fallback, params)
+        rows = await _arun(conn, custom_plans(settings), fallback, params)
     return search_rows(rows)
 
 
@@ -354,9 +367,10 @@ def search_plan(*, org: str, text: str, vector: np.ndarray | None, mode: str, k:
                            pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix,
                            current=current)
     statement = statement_for(mode, iterative, params["current"])
-    if uses_generic_plan(params):
+    generic = uses_generic_plan(params, statement)
+    if generic:
         statement = generic_statement(statement, params)
-    return search_settings(params, ef_search=ef_search, iterative=iterative), statement, params
+    return search_settings(params, ef_search=ef_search, iterative=iterative, generic=generic), statement, params
 
 
 def search_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import subprocess
 import time
 import uuid
 from contextlib import asynccontextmanager
@@ -29,11 +28,10 @@ from psycopg_pool import AsyncConnectionPool
 
 from . import calls, db, metrics, servers
 from . import queue as fq
-from .api import Fabric, spawn_worker, terminate_worker
+from .api import Fabric, StoreHandle
 from .config import Settings
-from .embed import Embedder, make_embedder
 from .errors import (
-    DatabaseError, DimensionMismatch, NotFound, PgvectorMissing, PlacementTimeout, PolicyRefused, QueueError,
+    DatabaseError, NotFound, PgvectorMissing, PlacementTimeout, PolicyRefused, QueueError,
     TenantAccessDenied, ValidationError,
 )
 from .write.policy import REFUSED_KEY, apply_policy
@@ -75,26 +73,19 @@ class _Connecting:
             await self._fabric.close()
 
 
-class AsyncFabric:
+class AsyncFabric(StoreHandle):
     """An async connection to a fabric store: `async with AsyncFabric.connect() as fab: ...`."""
 
     def __init__(self, settings: Settings, *, database_url: str, redis_url: str, db_embedded: bool,
                  redis_embedded: bool, pool: AsyncConnectionPool[AConn], redis_client: aredis.Redis):
-        self.settings = settings
-        self.database_url = database_url
-        self.redis_url = redis_url
-        self.db_embedded = db_embedded
-        self.redis_embedded = redis_embedded
+        super().__init__(settings, database_url=database_url, redis_url=redis_url, db_embedded=db_embedded,
+                         redis_embedded=redis_embedded)
         self.pool = pool
         self.redis = redis_client
         # RQ speaks only the sync client: it builds the enqueue commands offline (fq.enqueue_commands)
         # and redis.asyncio sends them; the sync client connects only for a timeout's worker report.
         self.queue = fq.make_queue(redis.Redis.from_url(redis_url), settings.queue_name)
-        self._embedder: Embedder | None = None
-        self._known_orgs: set[str] = set()
-        self._worker: subprocess.Popen | None = None
         self._sync: Fabric | None = None
-        self._closed = False
         self.loop = asyncio.get_running_loop()  # the loop its pool lives on (FabricStore's sync calls use it)
 
     # ------------------------------------------------------------------ lifecycle
@@ -142,11 +133,7 @@ class AsyncFabric:
                 "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'fabric.memories'::regclass "
                 "AND attname = 'embedding'")
             row = await cur.fetchone()
-        dim = int(row["atttypmod"]) if row else None
-        if dim is not None and dim != self.settings.embedding_dim:
-            raise DimensionMismatch(
-                f"the database's fabric.memories.embedding is vector({dim}) but FABRIC_EMBEDDING_DIM is "
-                f"{self.settings.embedding_dim}")
+        self._check_dimension_is(int(row["atttypmod"]) if row else None)
 
     async def __aenter__(self) -> AsyncFabric:
         return self
@@ -164,21 +151,6 @@ class AsyncFabric:
         await self.pool.close()
         await self.redis.aclose()
         self.queue.connection.close()
-
-    def start_worker(self) -> None:
-        """Run a placement worker subprocess for this AsyncFabric (the embedded default does this)."""
-        if self._worker is None or self._worker.poll() is not None:
-            self._worker = spawn_worker(self.settings, self.database_url, self.redis_url)
-
-    def stop_worker(self) -> None:
-        proc, self._worker = self._worker, None
-        terminate_worker(proc)
-
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = make_embedder(self.settings)
-        return self._embedder
 
     async def _embed_query(self, text: str):
         return (await asyncio.to_thread(self.embedder.embed, [text]))[0]

@@ -43,8 +43,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class Fabric:
-    """A connection to a fabric store. Create with `Fabric.connect()`; close with `close()` or `with`."""
+class StoreHandle:
+    """What `Fabric` and `AsyncFabric` both hold besides their connections: where the services are, the
+    settings, the worker this process started for them, and the embedder (loaded on first use)."""
 
     def __init__(self, settings: Settings, *, database_url: str, redis_url: str, db_embedded: bool,
                  redis_embedded: bool):
@@ -53,11 +54,46 @@ class Fabric:
         self.redis_url = redis_url
         self.db_embedded = db_embedded
         self.redis_embedded = redis_embedded
-        self.pool = db.make_pool(database_url, min_size=settings.pool_min_size, max_size=settings.pool_max_size)
         self._embedder: Embedder | None = None
         self._known_orgs: set[str] = set()  # orgs this process has registered in fabric.orgs
         self._worker: subprocess.Popen | None = None
         self._closed = False
+
+    def start_worker(self) -> None:
+        """Run a placement worker subprocess for this store (the embedded default does this)."""
+        if self._worker is not None and self._worker.poll() is None:
+            return
+        self._worker = spawn_worker(self.settings, self.database_url, self.redis_url)
+        atexit.register(self.stop_worker)
+
+    def stop_worker(self) -> None:
+        proc, self._worker = self._worker, None
+        terminate_worker(proc)
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from .embed import make_embedder
+
+            self._embedder = make_embedder(self.settings)
+        return self._embedder
+
+    def _check_dimension_is(self, dim: int | None) -> None:
+        """`dim`: the database's embedding column's dimension (None before any table exists)."""
+        if dim is not None and dim != self.settings.embedding_dim:
+            raise DimensionMismatch(
+                f"the database's fabric.memories.embedding is vector({dim}) but FABRIC_EMBEDDING_DIM is "
+                f"{self.settings.embedding_dim}")
+
+
+class Fabric(StoreHandle):
+    """A connection to a fabric store. Create with `Fabric.connect()`; close with `close()` or `with`."""
+
+    def __init__(self, settings: Settings, *, database_url: str, redis_url: str, db_embedded: bool,
+                 redis_embedded: bool):
+        super().__init__(settings, database_url=database_url, redis_url=redis_url, db_embedded=db_embedded,
+                         redis_embedded=redis_embedded)
+        self.pool = db.make_pool(database_url, min_size=settings.pool_min_size, max_size=settings.pool_max_size)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -84,11 +120,7 @@ class Fabric:
 
     def _check_dimension(self) -> None:
         with self.pool.connection() as conn:
-            dim = db.embedding_dim_of(conn)
-        if dim is not None and dim != self.settings.embedding_dim:
-            raise DimensionMismatch(
-                f"the database's fabric.memories.embedding is vector({dim}) but FABRIC_EMBEDDING_DIM is "
-                f"{self.settings.embedding_dim}")
+            self._check_dimension_is(db.embedding_dim_of(conn))
 
     def __enter__(self) -> Fabric:
         return self
@@ -119,14 +151,6 @@ class Fabric:
 
         return fq.make_queue(self.redis, self.settings.queue_name)
 
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            from .embed import make_embedder
-
-            self._embedder = make_embedder(self.settings)
-        return self._embedder
-
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed with the model, loading it on first use (revert and replay need it only sometimes)."""
         return self.embedder.embed(texts)
@@ -145,17 +169,6 @@ class Fabric:
                 raise TenantAccessDenied(org, str(exc).strip()) from exc
 
     # ------------------------------------------------------------------ the local worker
-
-    def start_worker(self) -> None:
-        """Run a placement worker subprocess for this Fabric (the embedded default does this)."""
-        if self._worker is not None and self._worker.poll() is None:
-            return
-        self._worker = spawn_worker(self.settings, self.database_url, self.redis_url)
-        atexit.register(self.stop_worker)
-
-    def stop_worker(self) -> None:
-        proc, self._worker = self._worker, None
-        terminate_worker(proc)
 
     # ------------------------------------------------------------------ writes
 

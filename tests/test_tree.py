@@ -251,3 +251,17 @@ def test_wrong_embedding_dimension_is_refused(database_url, redis_url):
     with pytest.raises(DimensionMismatch):
         Fabric.connect(database_url, redis_url, embedding_dim=512, embedder="openai", run_worker=False,
                        auto_migrate=False)
+
+
+def test_wrong_embedding_dimension_is_refused_by_the_async_api_too(database_url, redis_url):
+    import asyncio
+
+    from fabric import AsyncFabric
+    from fabric.errors import DimensionMismatch
+
+    async def connect() -> None:
+        await AsyncFabric.connect(database_url, redis_url, embedding_dim=512, embedder="openai", run_worker=False,
+                                  auto_migrate=False)
+
+    with pytest.raises(DimensionMismatch, match=r"vector\(384\) but FABRIC_EMBEDDING_DIM is 512"):
+        asyncio.run(connect())

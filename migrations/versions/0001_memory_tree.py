@@ -10,6 +10,7 @@ Create Date: 2026-11-29
 from alembic import context, op
 
 from fabric.config import Settings
+from fabric.sql import surface
 
 revision = "0001"
 down_revision = None
@@ -157,103 +158,14 @@ def upgrade() -> None:
 
 
 def _create_api() -> None:
-    """The read surface: one implementation of each temporal query, used by the library and analysts."""
-    op.execute("""
-    CREATE SCHEMA IF NOT EXISTS fabric_api;
+    """The read surface: one implementation of each temporal query, used by the library and analysts.
 
-    CREATE VIEW fabric_api.memory_nodes AS
-    SELECT org, id, write_id, parent_id, root_id, depth, content, subject, relation, value,
-           source, kind, durability, metadata, placement, created_at
-    FROM fabric.memories;
-
-    CREATE VIEW fabric_api.memory_versions AS
-    SELECT m.org, m.id, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.relation, m.value,
-           v.valid_from, v.valid_to, v.recorded_at, v.expired_at, v.superseded_by, m.placement,
-           m.source, m.kind, m.durability, m.metadata, v.version, v.state, v.decision_id, m.write_id
-    FROM fabric.memories m
-    JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id;
-
-    -- The one temporal predicate. Valid time and transaction time are closed-open; NULL = open.
-    CREATE FUNCTION fabric_api.holds(
-        valid_from timestamptz, valid_to timestamptz, recorded_at timestamptz, expired_at timestamptz,
-        valid_at timestamptz, known_at timestamptz, include_superseded boolean DEFAULT false)
-    RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-        SELECT recorded_at <= known_at AND (expired_at IS NULL OR known_at < expired_at)
-           AND (include_superseded OR (valid_from <= valid_at AND (valid_to IS NULL OR valid_at < valid_to)))
-    $$;
-
-    CREATE FUNCTION fabric_api.belief_state(
-        p_org text, p_valid_at timestamptz DEFAULT now(), p_known_at timestamptz DEFAULT now(),
-        p_include_superseded boolean DEFAULT false)
-    RETURNS SETOF fabric_api.memory_versions LANGUAGE sql STABLE AS $$
-        SELECT v.* FROM fabric_api.memory_versions v
-        WHERE v.org = p_org
-          AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                               p_valid_at, p_known_at, p_include_superseded)
-    $$;
-
-    CREATE FUNCTION fabric_api.current_value(
-        p_org text, p_subject text, p_relation text,
-        p_valid_at timestamptz DEFAULT now(), p_known_at timestamptz DEFAULT now())
-    RETURNS SETOF fabric_api.memory_versions LANGUAGE sql STABLE AS $$
-        SELECT v.* FROM fabric_api.memory_versions v
-        WHERE v.org = p_org AND v.subject = p_subject AND v.relation = p_relation
-          AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at, p_valid_at, p_known_at)
-        ORDER BY v.valid_from DESC, v.recorded_at DESC
-        LIMIT 1
-    $$;
-
-    -- Walk a branch. The recursion runs over tree nodes regardless of their state, so a
-    -- superseded node in the middle never hides its live descendants; the time filter applies
-    -- only to the output.
-    CREATE FUNCTION fabric_api.walk(
-        p_org text, p_root uuid, p_include_superseded boolean DEFAULT false, p_max_depth integer DEFAULT NULL,
-        p_valid_at timestamptz DEFAULT now(), p_known_at timestamptz DEFAULT now())
-    RETURNS SETOF fabric_api.memory_versions LANGUAGE sql STABLE AS $$
-        WITH RECURSIVE branch (org, id, hops, path) AS (
-            SELECT n.org, n.id, 0, ARRAY[n.id]
-            FROM fabric_api.memory_nodes n WHERE n.org = p_org AND n.id = p_root
-          UNION ALL
-            SELECT c.org, c.id, b.hops + 1, b.path || c.id
-            FROM branch b
-            JOIN fabric_api.memory_nodes c ON c.org = b.org AND c.parent_id = b.id
-            WHERE b.hops < coalesce(p_max_depth, 100000)   -- depth guard
-              AND c.id <> ALL (b.path)                      -- cycle guard
-        )
-        SELECT v.* FROM branch b
-        JOIN fabric_api.memory_versions v ON v.org = b.org AND v.id = b.id
-        WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                               p_valid_at, p_known_at, p_include_superseded)
-        ORDER BY b.hops, v.recorded_at, v.id
-    $$;
-
-    -- The supersession chain through a memory, oldest first: what it replaced and what replaced it.
-    CREATE FUNCTION fabric_api.history(p_org text, p_memory_id uuid)
-    RETURNS SETOF fabric_api.memory_versions LANGUAGE sql STABLE AS $$
-        WITH RECURSIVE
-        older (id, n) AS (
-            SELECT p_memory_id, 0
-          UNION
-            SELECT v.id, o.n - 1 FROM older o
-            JOIN fabric_api.memory_versions v
-              ON v.org = p_org AND v.superseded_by = o.id AND v.expired_at IS NULL
-            WHERE o.n > -10000
-        ),
-        newer (id, n) AS (
-            SELECT p_memory_id, 0
-          UNION
-            SELECT v.superseded_by, w.n + 1 FROM newer w
-            JOIN fabric_api.memory_versions v ON v.org = p_org AND v.id = w.id AND v.expired_at IS NULL
-            WHERE v.superseded_by IS NOT NULL AND w.n < 10000
-        ),
-        latest AS (   -- the newest version of each memory on the chain (a retracted one has no current)
-            SELECT DISTINCT ON (v.id) v.* FROM fabric_api.memory_versions v
-            WHERE v.org = p_org AND v.id IN (SELECT id FROM older UNION SELECT id FROM newer)
-            ORDER BY v.id, v.version DESC
-        )
-        SELECT * FROM latest ORDER BY valid_from, recorded_at
-    $$;
-    """)
+    The bodies are the current ones, from fabric/sql/surface/ (docs/sql.md, "How the surface is
+    defined"): each works on this revision's tables. walk's first body (a recursive CTE only) is kept
+    in 0003, whose downgrade restores it."""
+    op.execute("CREATE SCHEMA IF NOT EXISTS fabric_api")
+    op.execute(surface.sql("memory_nodes", "memory_versions", "holds", "belief_state", "current_value", "walk",
+                           "history"))
 
 
 def downgrade() -> None:

@@ -31,6 +31,8 @@ Create Date: 2026-11-30
 
 from alembic import op
 
+from fabric.sql import surface
+
 revision = "0002"
 down_revision = "0001"
 branch_labels = None
@@ -46,6 +48,17 @@ VIEWS = ("memory_nodes", "memory_versions", "orgs", "decisions", "writes", "live
 
 def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def _if_alembic_version(statement: str) -> str:
+    """`statement`, run only when Alembic's version table is `public.alembic_version`."""
+    return f"""DO $$
+    BEGIN
+        IF to_regclass('public.alembic_version') IS NOT NULL THEN
+            {statement};
+        END IF;
+    END
+    $$;"""
 
 
 def _comments(kind: str, name: str, comment: str, columns: dict[str, str] | None = None) -> None:
@@ -169,65 +182,10 @@ def _tenancy() -> None:
 
 
 def _views() -> None:
-    # The two views of 0001 are unchanged in definition (their owner changes in _grants).
-    op.execute("""
-    CREATE VIEW fabric_api.orgs AS
-    SELECT o.org, o.created_at
-    FROM fabric.orgs o;
-
-    CREATE VIEW fabric_api.decisions AS
-    SELECT d.org, d.id, d.action, d.kind, d.write_id, d.memory_id, d.target_id, d.validator, d.model,
-           d.reason, d.confidence, d.latency_ms, d.prompt_tokens, d.completion_tokens, d.created_at,
-           d.reverts, d.reverted_by, d.replay_id, d.details
-    FROM fabric.decisions d;
-
-    CREATE VIEW fabric_api.writes AS
-    SELECT w.org, w.id, w.content, w.subject, w.relation, w.value, w.valid_from, w.valid_to, w.source,
-           w.kind, w.durability, w.metadata, w.status, w.error, w.attempts, w.job_id, w.received_at,
-           w.settled_at, w.memory_id, w.decision_id
-    FROM fabric.writes w;
-    """)
-    op.execute("""
-    CREATE VIEW fabric_api.live_memories AS
-    SELECT v.org, v.id, v.parent_id, v.root_id, v.depth, v.content, v.subject, v.relation, v.value,
-           v.valid_from, v.valid_to, v.recorded_at, v.expired_at, v.superseded_by, v.placement,
-           v.source, v.kind, v.durability, v.metadata, v.version, v.state, v.decision_id, v.write_id
-    FROM fabric_api.memory_versions v
-    WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at, now(), now());
-
-    CREATE VIEW fabric_api.supersessions AS
-    SELECT s.org, s.memory_id, s.superseded_by, o.subject, o.relation,
-           o.value AS old_value, n.value AS new_value, o.content AS old_content, n.content AS new_content,
-           o.created_at AS written_at, s.superseded_at, s.superseded_at - o.created_at AS believed_for,
-           s.arrived_superseded, s.believed
-    FROM (
-        SELECT org, id AS memory_id, superseded_by,
-               min(recorded_at) AS superseded_at,
-               min(version) = 1 AS arrived_superseded,
-               bool_or(expired_at IS NULL) AS believed
-        FROM fabric_api.memory_versions
-        WHERE superseded_by IS NOT NULL
-        GROUP BY org, id, superseded_by
-    ) s
-    JOIN fabric_api.memory_nodes o ON o.org = s.org AND o.id = s.memory_id
-    JOIN fabric_api.memory_nodes n ON n.org = s.org AND n.id = s.superseded_by;
-
-    CREATE VIEW fabric_api.duplicates AS
-    SELECT w.org, w.id AS write_id, w.content, w.subject, w.relation, w.value, w.source, w.kind,
-           w.received_at, w.settled_at, w.memory_id AS duplicate_of, n.content AS duplicate_of_content,
-           n.source AS duplicate_of_source, w.decision_id, d.validator, d.model, d.confidence, d.reason
-    FROM fabric_api.writes w
-    LEFT JOIN fabric_api.decisions d ON d.org = w.org AND d.id = w.decision_id
-    LEFT JOIN fabric_api.memory_nodes n ON n.org = w.org AND n.id = w.memory_id
-    WHERE w.status = 'duplicate';
-
-    CREATE VIEW fabric_api.open_writes AS
-    SELECT w.org, w.id, w.status, w.error, w.attempts, w.received_at, w.settled_at,
-           now() - w.received_at AS age, w.job_id, w.content, w.subject, w.relation, w.value, w.source,
-           w.kind
-    FROM fabric_api.writes w
-    WHERE w.status IN ('pending', 'parked');
-    """)
+    # From fabric/sql/surface/ (docs/sql.md, "How the surface is defined"); the two views of 0001 are
+    # unchanged in definition (their owner changes in _grants).
+    op.execute(surface.sql("orgs", "decisions", "writes", "live_memories", "supersessions", "duplicates",
+                           "open_writes"))
 
 
 _VERSION_COLUMNS = {
@@ -419,13 +377,7 @@ def _grants() -> None:
     GRANT SELECT ON fabric.tenant_grants TO {SERVICE};
 
     -- Fabric.connect() migrates to head first: a service role must be able to read the revision.
-    DO $$
-    BEGIN
-        IF to_regclass('public.alembic_version') IS NOT NULL THEN
-            GRANT SELECT ON public.alembic_version TO {SERVICE};
-        END IF;
-    END
-    $$;
+    {_if_alembic_version(f"GRANT SELECT ON public.alembic_version TO {SERVICE}")}
     """)
 
 
@@ -434,31 +386,14 @@ def _grants() -> None:
 
 def downgrade() -> None:
     op.execute(f"""
-    DO $$
-    BEGIN
-        IF to_regclass('public.alembic_version') IS NOT NULL THEN
-            REVOKE ALL ON public.alembic_version FROM {SERVICE};
-        END IF;
-    END
-    $$;
+    {_if_alembic_version(f"REVOKE ALL ON public.alembic_version FROM {SERVICE}")}
     DROP VIEW fabric_api.open_writes, fabric_api.duplicates, fabric_api.supersessions,
               fabric_api.live_memories, fabric_api.writes, fabric_api.decisions, fabric_api.orgs;
 
     -- 0001's views, whole, back to the migrating role.
     ALTER VIEW fabric_api.memory_nodes OWNER TO CURRENT_USER;
     ALTER VIEW fabric_api.memory_versions OWNER TO CURRENT_USER;
-    CREATE OR REPLACE VIEW fabric_api.memory_nodes AS
-    SELECT org, id, write_id, parent_id, root_id, depth, content, subject, relation, value,
-           source, kind, durability, metadata, placement, created_at
-    FROM fabric.memories;
-
-    CREATE OR REPLACE VIEW fabric_api.memory_versions AS
-    SELECT m.org, m.id, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.relation, m.value,
-           v.valid_from, v.valid_to, v.recorded_at, v.expired_at, v.superseded_by, m.placement,
-           m.source, m.kind, m.durability, m.metadata, v.version, v.state, v.decision_id, m.write_id
-    FROM fabric.memories m
-    JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id;
-
+    """ + surface.sql("memory_nodes", "memory_versions") + f"""
     REVOKE ALL ON ALL TABLES IN SCHEMA fabric_api FROM {ANALYST}, {SERVICE}, {READER};
     REVOKE ALL ON SCHEMA fabric_api FROM {ANALYST}, {SERVICE}, {READER};
     REVOKE ALL ON ALL TABLES IN SCHEMA fabric FROM {SERVICE}, {READER};

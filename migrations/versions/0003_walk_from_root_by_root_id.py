@@ -12,6 +12,8 @@ Create Date: 2026-11-29
 
 from alembic import op
 
+from fabric.sql import surface
+
 revision = "0003"
 down_revision = "0002"
 branch_labels = None
@@ -19,44 +21,12 @@ depends_on = None
 
 SIGNATURE = "fabric_api.walk(text, uuid, boolean, integer, timestamptz, timestamptz)"
 
-HEADER = """
+# The body before this revision, restored by downgrade (the current one is fabric/sql/surface/walk.sql).
+RECURSIVE = """
 CREATE OR REPLACE FUNCTION fabric_api.walk(
     p_org text, p_root uuid, p_include_superseded boolean DEFAULT false, p_max_depth integer DEFAULT NULL,
     p_valid_at timestamptz DEFAULT now(), p_known_at timestamptz DEFAULT now())
 RETURNS SETOF fabric_api.memory_versions LANGUAGE sql STABLE AS $$
-"""
-
-BY_ROOT = HEADER + """
-    WITH RECURSIVE
-    start AS (
-        SELECT n.id, n.parent_id IS NULL AS is_root, n.depth
-        FROM fabric_api.memory_nodes n WHERE n.org = p_org AND n.id = p_root
-    ),
-    branch (id, hops, path) AS (        -- from an inner node: recurse down parent_id
-        SELECT s.id, 0, ARRAY[s.id] FROM start s WHERE NOT s.is_root
-      UNION ALL
-        SELECT c.id, b.hops + 1, b.path || c.id
-        FROM branch b
-        JOIN fabric_api.memory_nodes c ON c.org = p_org AND c.parent_id = b.id
-        WHERE b.hops < coalesce(p_max_depth, 100000)   -- depth guard
-          AND c.id <> ALL (b.path)                      -- cycle guard
-    ),
-    members (id, hops) AS (
-        SELECT id, hops FROM branch
-      UNION ALL                         -- from a root: its whole tree shares its root_id
-        SELECT n.id, n.depth - s.depth FROM start s
-        JOIN fabric_api.memory_nodes n ON n.org = p_org AND n.root_id = s.id
-        WHERE s.is_root AND (p_max_depth IS NULL OR n.depth - s.depth <= p_max_depth)
-    )
-    SELECT v.* FROM members b
-    JOIN fabric_api.memory_versions v ON v.org = p_org AND v.id = b.id
-    WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                           p_valid_at, p_known_at, p_include_superseded)
-    ORDER BY b.hops, v.recorded_at, v.id
-$$;
-"""
-
-RECURSIVE = HEADER + """
     WITH RECURSIVE branch (org, id, hops, path) AS (
         SELECT n.org, n.id, 0, ARRAY[n.id]
         FROM fabric_api.memory_nodes n WHERE n.org = p_org AND n.id = p_root
@@ -77,7 +47,9 @@ $$;
 
 
 def upgrade() -> None:
-    op.execute(BY_ROOT)
+    # A database migrated before 0001 loaded the surface files has the recursive body here; a fresh
+    # one has this body already (docs/sql.md, "How the surface is defined").
+    op.execute(surface.sql("walk"))
     op.execute(f"COMMENT ON FUNCTION {SIGNATURE} IS "
                "'walk(org, root, include_superseded[, max_depth, valid_at, known_at]): the subtree under root "
                "over tree nodes of any state, so a superseded node never hides its live descendants (from a "

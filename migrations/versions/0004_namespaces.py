@@ -16,6 +16,8 @@ Create Date: 2026-11-30
 
 from alembic import op
 
+from fabric.sql import surface
+
 revision = "0004"
 down_revision = "0003"
 branch_labels = None
@@ -26,36 +28,16 @@ ACTIONS_AFTER = ACTIONS_BEFORE + ", 'delete'"
 
 
 def upgrade() -> None:
-    op.execute(r"""
+    op.execute("""
     -- Prefix search over subjects: a range in byte order (text_pattern_ops), whatever the collation.
     CREATE INDEX ix_memories_org_subject_pattern ON fabric.memories (org, subject text_pattern_ops)
         WHERE subject IS NOT NULL;
-
-    CREATE FUNCTION fabric_api.under(subject text, prefix text)
-    RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-        -- One index range in byte order, [prefix, prefix || '/'): every subject that starts with the
-        -- prefix followed by '.' (0x2E) lies in it, since '/' is 0x2F. The range uses leakproof
-        -- operators, so it stays an index condition under row-level security (LIKE would not).
-        -- Then whole labels only: the prefix itself, or the prefix followed by '.'.
-        SELECT subject ~>=~ prefix AND subject ~<~ (prefix || '/')
-           AND (subject = prefix OR substr(subject, length(prefix) + 1, 1) = '.')
-    $$;
+    """)
+    op.execute(surface.sql("under", "namespaces"))
+    op.execute("""
     COMMENT ON FUNCTION fabric_api.under(text, text) IS
         'under(subject, prefix): the subject is the namespace prefix or below it, by whole ''.''-separated '
         'labels (''alice'' matches ''alice'' and ''alice.notes'', not ''alicex'').';
-
-    CREATE FUNCTION fabric_api.namespaces(
-        p_org text, p_prefix text DEFAULT NULL,
-        p_valid_at timestamptz DEFAULT now(), p_known_at timestamptz DEFAULT now())
-    RETURNS TABLE (namespace text, memories bigint) LANGUAGE sql STABLE AS $$
-        SELECT v.subject, count(*)
-        FROM fabric_api.memory_versions v
-        WHERE v.org = p_org AND v.subject IS NOT NULL
-          AND (p_prefix IS NULL OR fabric_api.under(v.subject, p_prefix))
-          AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at, p_valid_at, p_known_at)
-        GROUP BY v.subject
-        ORDER BY v.subject
-    $$;
     COMMENT ON FUNCTION fabric_api.namespaces(text, text, timestamptz, timestamptz) IS
         'namespaces(org[, prefix, valid_at, known_at]): the subjects (namespaces) holding memories then, '
         'with how many, below an optional prefix.';

@@ -187,9 +187,7 @@ _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
 @functools.lru_cache(maxsize=256)
 def raw_statement(statement: str) -> tuple[str, tuple[str, ...]]:
     """`statement` with PostgreSQL's own placeholders ($1, $2 ...: one per parameter name, in order of
-    first use) and the names they stand for, for psycopg's RawCursor. psycopg re-parses a statement
-    longer than 4 kB on every execute (it caches only shorter ones): for the 12 kB `search` statement
-    that was ~0.3 ms of the client's CPU per search (docs/performance.md, fourth pass)."""
+    first use) and the names they stand for, for psycopg's RawCursor (see RAW_ABOVE)."""
     names: dict[str, int] = {}
 
     def placeholder(m: re.Match[str]) -> str:
@@ -204,6 +202,19 @@ def raw_params(statement: str, params: dict[str, Any]) -> tuple[str, list[Any]]:
     """The raw statement (raw_statement) and its parameters in placeholder order."""
     raw, names = raw_statement(statement)
     return raw, [params[n] for n in names]
+
+
+# psycopg caches its parse of a statement's %(name)s placeholders only up to 4 kB and re-parses a longer
+# one on every execute. The 12 kB `search` statement goes raw instead (RawCursor, $n): 0.11-0.15 ms less
+# client CPU per search at 100k; a short statement costs ~0.1 ms more that way (docs/performance.md).
+RAW_ABOVE = 4096
+
+
+def _query(statement: str, params: dict[str, Any]) -> tuple[bool, str, Any]:
+    """(raw?, the statement to send, its parameters)."""
+    if len(statement) > RAW_ABOVE:
+        return (True, *raw_params(statement, params))
+    return False, statement, params
 
 
 def fallback_for(statement: str, rows: list[Any], params: dict[str, Any]) -> str | None:
@@ -322,17 +333,17 @@ def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray 
 def _run(conn: psycopg.Connection, settings: list[tuple[str, Any]], statement: str, params: dict[str, Any]
          ) -> list[Any]:
     """The settings and one statement, sent together in a pipeline (one round trip)."""
-    raw, args_ = raw_params(statement, params)
-    cur = psycopg.RawCursor(conn, row_factory=conn.row_factory)
+    raw, query, args_ = _query(statement, params)
+    cur = psycopg.RawCursor(conn, row_factory=conn.row_factory) if raw else conn.cursor()
     if psycopg.Pipeline.is_supported():
         with conn.pipeline():
             for stmt, args in settings:
                 conn.execute(stmt, args)
-            cur.execute(raw, args_)
+            cur.execute(query, args_)
         return cur.fetchall()
     for stmt, args in settings:  # pragma: no cover - libpq older than 14
         conn.execute(stmt, args)
-    return cur.execute(raw, args_).fetchall()
+    return cur.execute(query, args_).fetchall()
 
 
 async def asearch(conn: psycopg.AsyncConnection, **kw: Any) -> list[dict[str, Any]]:
@@ -348,12 +359,12 @@ async def asearch(conn: psycopg.AsyncConnection, **kw: Any) -> list[dict[str, An
 
 async def _arun(conn: psycopg.AsyncConnection, settings: list[tuple[str, Any]], statement: str,
                 params: dict[str, Any]) -> list[Any]:
-    raw, args_ = raw_params(statement, params)
-    cur = psycopg.AsyncRawCursor(conn, row_factory=conn.row_factory)
+    raw, query, args_ = _query(statement, params)
+    cur = psycopg.AsyncRawCursor(conn, row_factory=conn.row_factory) if raw else conn.cursor()
     async with conn.pipeline():
         for stmt, args in settings:
             await conn.execute(stmt, args)
-        await cur.execute(raw, args_)
+        await cur.execute(query, args_)
     return await cur.fetchall()
 
 

@@ -31,7 +31,7 @@ from . import queue as fq
 from .api import Fabric, StoreHandle
 from .config import Settings
 from .errors import (
-    DatabaseError, NotFound, PgvectorMissing, PlacementTimeout, PolicyRefused, QueueError,
+    NotFound, PgvectorMissing, PlacementTimeout, PolicyRefused, QueueError,
     TenantAccessDenied, ValidationError,
 )
 from .write.policy import REFUSED_KEY, apply_policy
@@ -114,7 +114,7 @@ class AsyncFabric(StoreHandle):
             await pool.open(wait=True, timeout=30)
         except Exception as exc:
             await pool.close()
-            raise DatabaseError(f"cannot connect to PostgreSQL: {exc}") from exc
+            raise db.cannot_connect(exc) from exc
         fab = cls(s, database_url=db_url, redis_url=rd_url, db_embedded=db_emb, redis_embedded=rd_emb, pool=pool,
                   redis_client=aredis.Redis.from_url(rd_url, socket_connect_timeout=2, socket_timeout=10))
         try:

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
+from pydantic import ValidationError as PydanticError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -79,6 +80,26 @@ class Settings(BaseSettings):
     pool_min_size: int = 1
     pool_max_size: int = 8
 
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_url(cls, url: str | None) -> str | None:
+        if url:  # parsed only, not connected: a typo is reported before any connection is tried
+            import psycopg
+            from psycopg.conninfo import conninfo_to_dict
+
+            try:
+                conninfo_to_dict(url)
+            except psycopg.ProgrammingError as exc:
+                raise ValueError(f"not a PostgreSQL URL or connection string ({str(exc).strip()}): {url!r}") from None
+        return url
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, url: str | None) -> str | None:
+        if url and url.split("://", 1)[0] not in ("redis", "rediss", "unix"):
+            raise ValueError(f"not a Redis URL (redis://, rediss:// or unix://): {url!r}")
+        return url
+
     @property
     def use_llm(self) -> bool:
         if self.validator == "llm":
@@ -99,4 +120,28 @@ class Settings(BaseSettings):
     def from_env(cls, **overrides: object) -> Settings:
         """Read the environment, then apply explicit overrides (None overrides are ignored)."""
         values: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
-        return cls(**values)
+        try:
+            return cls(**values)
+        except PydanticError as exc:
+            raise _setting_error(exc, values) from None
+
+
+# Settings read from a variable of their own name rather than FABRIC_<NAME>.
+_PLAIN_ENV = {"database_url": "DATABASE_URL", "redis_url": "REDIS_URL", "openai_base_url": "OPENAI_BASE_URL",
+              "openai_api_key": "OPENAI_API_KEY"}
+
+
+def _setting_error(exc: PydanticError, keywords: dict[str, Any]) -> Exception:
+    """Pydantic's report as fabric's ValidationError, naming what the user set: the keyword given to
+    `connect`, else the environment variable."""
+    from .errors import ValidationError
+
+    err = exc.errors()[0]
+    name = str(err["loc"][0]).lower() if err["loc"] else "settings"
+    field = name if name in keywords else _PLAIN_ENV.get(name, f"FABRIC_{name.upper()}")
+    message = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        message = "not a setting (see fabric.config.Settings)"
+    elif err["type"] != "value_error" and isinstance(err.get("input"), str):
+        message += f": {err['input']!r}"
+    return ValidationError(field, message)

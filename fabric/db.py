@@ -14,7 +14,7 @@ from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .errors import DatabaseError, FabricError, PgvectorMissing, StoreUnavailable
+from .errors import DatabaseError, FabricError, PgvectorMissing, StoreUnavailable, ValidationError
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,11 @@ def one(cur: psycopg.Cursor[Any]) -> Any:
     return row
 
 
+def cannot_connect(exc: Exception) -> DatabaseError:
+    """libpq's reason on one line (it adds a tab-indented hint on a second one)."""
+    return DatabaseError("cannot connect to PostgreSQL: " + " ".join(str(exc).split()))
+
+
 def _configure(conn: Conn) -> None:
     try:
         register_vector(conn)
@@ -65,7 +70,7 @@ def make_pool(url: str, *, min_size: int = 1, max_size: int = 8) -> Pool:
         pool.open(wait=True, timeout=30)
     except Exception as exc:
         pool.close()
-        raise DatabaseError(f"cannot connect to PostgreSQL: {exc}") from exc
+        raise cannot_connect(exc) from exc
     return pool
 
 
@@ -163,13 +168,14 @@ def alembic_config(connection=None, embedding_dim: int | None = None):
 def migrate(url: str, *, revision: str = "head", embedding_dim: int = 384, downgrade: bool = False) -> None:
     """Upgrade (or downgrade) the schema. Serialised by an advisory lock so concurrent starts are safe."""
     from alembic import command
+    from alembic.util import CommandError
     from sqlalchemy import text
 
     try:
         with psycopg.connect(url, autocommit=True) as conn:
             ensure_pgvector(conn)
     except psycopg.OperationalError as exc:
-        raise DatabaseError(f"cannot connect to PostgreSQL: {exc}") from exc
+        raise cannot_connect(exc) from exc
     if not downgrade and revision == "head" and schema_revision(url) == head_revision():
         return  # nothing to do; and a service role may not take the migration lock (migration 0005)
     engine = sqlalchemy_engine(url)
@@ -181,6 +187,8 @@ def migrate(url: str, *, revision: str = "head", embedding_dim: int = 384, downg
                 command.downgrade(cfg, revision)
             else:
                 command.upgrade(cfg, revision)
+    except CommandError as exc:  # an unknown revision, a downgrade target above the current one
+        raise ValidationError("revision", str(exc)) from None
     finally:
         engine.dispose()
 
@@ -212,7 +220,7 @@ def migrate_if_behind(url: str, *, embedding_dim: int = 384) -> bool:
     try:
         at_head = head is not None and schema_revision(url) == head
     except psycopg.OperationalError as exc:
-        raise DatabaseError(f"cannot connect to PostgreSQL: {exc}") from exc
+        raise cannot_connect(exc) from exc
     if not at_head:
         migrate(url, embedding_dim=embedding_dim)
     return not at_head

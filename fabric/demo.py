@@ -47,8 +47,8 @@ def run_demo(console: Console, fab: Fabric | None = None) -> dict:
         console.rule("the tree (superseded nodes kept, marked)")
         roots = {m.root_id for m in fab.belief_state(org=org, valid_at=_t(2000, 1), known_at=utcnow())}
         roots |= {fab.get(p.memory_id, org=org).root_id for p in placements if p.decision != "duplicate"}
-        for root in sorted(roots, key=str):
-            nodes = fab.walk(root, org=org, include_superseded=True)
+        trees = [fab.walk(root, org=org, include_superseded=True) for root in roots]
+        for nodes in sorted(trees, key=lambda ns: min(n.valid_from for n in ns)):  # the facts' timeline
             console.print(_tree(nodes))
 
         console.rule("answers")

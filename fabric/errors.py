@@ -26,9 +26,9 @@ class PolicyRefused(ValidationError):
 class NotFound(FabricError, LookupError):
     """An id that does not exist in this org."""
 
-    def __init__(self, what: str, ident: object, org: str):
-        self.what, self.ident, self.org = what, ident, org
-        super().__init__(f"no {what} {ident} in org {org!r}")
+    def __init__(self, what: str, ident: object, org: str | None):
+        self.what, self.ident, self.org = what, ident, org  # org None: looked up in every org
+        super().__init__(f"no {what} {ident} in " + (f"org {org!r}" if org is not None else "any org"))
 
 
 class DatabaseError(FabricError):

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Callable, Iterable, TextIO
 import psycopg
 from psycopg import sql
 
+from .admin.orgs import UnknownOrg
 from .db import one
-from .errors import FabricError, ValidationError
+from .errors import FabricError
 from .sql import q
 from .types import check_org
 
@@ -114,7 +115,7 @@ def export_org(conn: Conn, org: str, out: TextIO, *, progress: Progress | None =
             counts = {t.name: one(conn.execute(sql.SQL("SELECT count(*) AS n FROM {} WHERE org = %s").format(
                 sql.Identifier(SCHEMA, t.name)), (org,)))["n"] for t in tables}
             if counts.get("orgs", 0) == 0:
-                raise ValidationError("org", f"no org {org!r} in this database")
+                raise UnknownOrg(org)  # a NotFound, as for every other command that names an org
             if on_counts:
                 on_counts(counts)
             header = {"format": FORMAT, "version": VERSION, "org": org, "schema_revision": _schema_revision(conn),

@@ -48,7 +48,7 @@ class RoleNotFound(NotFound):
 
     def __init__(self, name: str, org: str | None = None):
         self.what, self.ident = "role", name
-        self.org = org  # type: ignore[assignment]  # a role is cluster-wide: it may name no org
+        self.org = org  # a role is cluster-wide: it may name no org
         FabricError.__init__(self, f"role {name!r} has no grant of org {org!r}" if org is not None
                              else f"no role {name!r} in this PostgreSQL cluster")
 

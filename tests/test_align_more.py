@@ -17,7 +17,7 @@ from tests.fix_placement import decide
     ("the user works for a bakery", "User works for a bakery"),
     ("The User owns a kayak.", "User owns a kayak."),
     ("My sister is a nurse.", "User's sister is a nurse."),
-    ("I'm based in Oslo and I commute by bike.", "User is based in Oslo and User commute by bike."),
+    ("I'm based in Oslo and I commute by bike.", "User is based in Oslo and User commutes by bike."),
     ("Chapter I begins with a storm.", "Chapter I begins with a storm."),  # a numeral, not the speaker
     ("user-facing errors are logged", "user-facing errors are logged"),
 ])

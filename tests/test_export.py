@@ -174,4 +174,7 @@ def test_cli_export_and_import(fab, org, database_url, scratch_db, redis_url, da
     assert done.returncode == 2 and "line 4" in done.stderr and "not in the header" in done.stderr
     missing = run_cli("export", "--org", "no-such-org", "--out", str(tmp_path / "x.jsonl"),
                       database_url=database_url, redis_url=redis_url, data_dir=data_dir)
-    assert missing.returncode == 2 and "no org 'no-such-org'" in missing.stderr
+    # Not found (3), as `fabric decisions` / `stats` say it, in one line: no blank line from the bars.
+    assert missing.returncode == 3
+    assert missing.stderr == "not found: no org 'no-such-org': nothing was ever written to it\n"
+    assert not (tmp_path / "x.jsonl").exists()

@@ -670,3 +670,68 @@ def test_a_duplicate_that_states_something_the_target_lacks_is_kept(openai_stub)
         openai_stub.script(answer("duplicate", "m1", subject="x", relation="y", value=value))
         d = validator(openai_stub).decide(incoming(new), [old])
         assert (d.kind, d.target_id) == ("duplicate", old.id), d.reason
+
+
+def test_a_change_between_two_attributes_of_one_person_is_not_applied(openai_stub):
+    """The model "corrects" one attribute of a person with a sentence about another: read by the subject
+    and the values the model names itself, the two relations are far apart, so the change is refused and
+    both stay live. A correction in other words of one attribute is applied; a value the model worked out
+    (not in the sentence) leaves nothing to read, so the check does not hold it back."""
+    cases = [
+        ("Kwabena Osei's birthday dinner is booked at Casa Lume.", "Kwabena Osei is learning to play the piano.",
+         answer("contradiction_fork", "m1", subject="Kwabena Osei", relation="activity", value="piano",
+                target_value="Casa Lume")),
+        ("Maren Holt drives a green Skoda Octavia.", "Maren Holt keeps a pair of rabbits at home.",
+         answer("contradiction_fork", "m1", subject="Maren Holt", relation="pet", value="pair of rabbits",
+                target_value="green Skoda Octavia")),
+        ("Maren Holt is mentoring Ravi Iyer.", "Ravi Iyer is mentoring Ines Carvalho.",
+         answer("contradiction_fork", "m1", subject="Ravi Iyer", relation="mentor", value="Ines Carvalho",
+                target_value="Ravi Iyer")),
+        ("Ines Carvalho's sister is called Priya.", "Ines Carvalho is mentoring Priya.",
+         answer("duplicate", "m1", subject="Ines Carvalho", relation="mentee", value="Priya", target_value="Priya")),
+    ]
+    for existing, new, scripted in cases:
+        openai_stub.script(scripted)
+        d = validator(openai_stub).decide(incoming(new), [cand(existing)])
+        assert (d.kind, d.target_id) == ("new_branch", None), new
+        assert d.reason.startswith(f"{scripted['kind']} not applied: "), d.reason
+        assert "relation similarity" in d.reason or "the old value it names is the subject" in d.reason, d.reason
+    for existing, new, scripted in [
+        ("Amara Draycott lives in Lisbon.", "Home for Amara Draycott is Tallinn.",
+         answer("contradiction_fork", "m1", subject="Amara Draycott", relation="home_city", value="Tallinn",
+                target_value="Lisbon")),
+        ("The weekly sync is on Monday at 10am.", "We now meet for the weekly sync an hour later.",
+         answer("contradiction_fork", "m1", subject="weekly sync", relation="time", value="Monday at 11am",
+                target_value="Monday at 10am")),
+    ]:
+        old = cand(existing)
+        openai_stub.script(scripted)
+        d = validator(openai_stub).decide(incoming(new), [old])
+        assert (d.kind, d.target_id) == ("contradiction_fork", old.id), d.reason
+    # The floor is a setting of the validator.
+    old = cand(cases[0][0])
+    openai_stub.script(cases[0][2])
+    d = validator(openai_stub, min_relation_similarity=0.2).decide(incoming(cases[0][1]), [old])
+    assert (d.kind, d.target_id) == ("contradiction_fork", old.id)
+
+
+def test_a_change_to_a_fact_the_rules_read_apart_is_not_applied(openai_stub):
+    """Rules first: the model is asked because one neighbour is unreadable, and names as its target another
+    neighbour the rules read for sure as a separate fact (another attribute by the lexicon). The rules'
+    sure reading stands: no invalidation. The model alone (no rules) is not held to it."""
+    from fabric.placement.rules import RuleValidator
+
+    new = incoming("Maren Holt works at Fernhill Labs.")
+    home, cello = cand("Maren Holt lives in Porto.", 0.8), cand("Maren Holt is learning to play the cello.", 0.7)
+    rules = RuleValidator()
+    assert rules.verdict(new, home) == "separate" and rules.verdict(new, cello) == "unknown"
+    scripted = lambda body: answer("contradiction_fork", label_of(body, "Porto"), subject="Maren Holt",  # noqa: E731
+                                   relation="location", value="Fernhill Labs", target_value="Porto")
+    openai_stub.script(scripted)
+    d = validator(openai_stub, rules=rules).decide(new, [home, cello])
+    assert openai_stub.count == 1 and d.called
+    assert (d.kind, d.target_id) == ("new_branch", None)
+    assert "not applied: the rules read the two sentences as separate facts" in d.reason, d.reason
+    openai_stub.script(scripted)
+    d = validator(openai_stub).decide(new, [home, cello])
+    assert (d.kind, d.target_id) == ("contradiction_fork", home.id), d.reason

@@ -12,10 +12,10 @@ from tests.fix_placement import decide
 
 @pytest.mark.parametrize("text, attribute, value, subject", [
     ("Nikhil Rao went fully vegan in May.", "diet", "vegan", "nikhil rao"),
-    ("I'm vegetarian.", "diet", "vegetarian", "i"),
+    ("I'm vegetarian.", "diet", "vegetarian", "user"),
     ("Marta Silva's diet is now pescatarian.", "diet", "pescatarian", "marta silva"),
-    ("Project Wren has been put on hold.", "status", "on hold", "project wren"),
-    ("Project Kite is back in active development.", "status", "active", "project kite"),
+    ("Project Wren has been put on hold.", "status", "on hold", "wren"),  # "Project": no part of the name
+    ("Project Kite is back in active development.", "status", "active", "kite"),
     ("The Atlas project was cancelled.", "status", "cancelled", "atlas project"),
 ])
 def test_a_state_and_its_holder_are_read(text, attribute, value, subject):
@@ -90,3 +90,13 @@ def test_another_state_of_the_same_holder_forks(rules, embedder, old, new):
 def test_other_holders_and_other_senses_correct_nothing(rules, embedder, old, new):
     d, _ = decide(rules, embedder, old, new, pregated=True)
     assert d.kind not in ("contradiction_fork", "duplicate"), d.reason
+
+
+def test_the_state_said_to_hold_now_of_two():
+    s = state("The Larkspur app shipped and is now in maintenance mode.")
+    assert s is not None and (s.attribute, s.value, s.subject, s.read) == ("status", "maintenance", "larkspur app",
+                                                                           True)
+    assert state("Project Fen was paused in May, then restarted.") is None  # two states, none said to hold now
+    assert state("Imogen prefers green tea over coffee.") is not None
+    assert state("Imogen has switched to coffee and would rather not have tea.").value == "coffee"
+    assert state("Imogen prefers tea in the morning and coffee after lunch.") is None  # each at its time

@@ -88,6 +88,28 @@ def test_the_same_value_at_an_earlier_time_is_history_not_a_duplicate(fab, org, 
     assert again.decision == "duplicate" and again.memory_id == late.memory_id
 
 
+def test_a_key_brought_by_older_history_finds_the_newer_version_written_first(fab, org, pg):
+    """Out of order: the newest version comes first and its sentence states no key; the older one, placed
+    after it as its history, brings the key. current_value under that key follows the chain to the newest."""
+    newest = put(fab, org, "Kornblum Bakery now opens its doors at 07:00.", valid_from=T(2024))
+    between = datetime.now(timezone.utc)
+    older = put(fab, org, "Kornblum Bakery opens at 6:30 in the morning.", valid_from=T(2020))
+    assert newest.decision == "new_branch" and fab.get(newest.memory_id, org=org).subject is None
+    assert older.decision == "contradiction_fork" and older.out_of_order, older.reason
+    kept = fab.get(older.memory_id, org=org)
+    key = (kept.subject, kept.relation)
+    assert key == ("Kornblum Bakery", "opens")
+    now = fab.current_value(*key, org=org)
+    assert now is not None and now.id == newest.memory_id
+    then = fab.current_value(*key, org=org, valid_at=T(2022))
+    assert then is not None and then.id == older.memory_id
+    assert fab.current_value(*key, org=org, known_at=between) is None  # the key was not yet written then
+    row = pg.execute("SELECT id FROM fabric_api.current_value(%s, %s, %s)", (org, *key)).fetchone()
+    assert row[0] == newest.memory_id
+    # another key's history leads nowhere: an unkeyed memory is found only through its own chain
+    assert fab.current_value("Kornblum Bakery", "closes", org=org) is None
+
+
 class EveryWriteANewBranch:
     """A validator that misses every version (as a weak one might): what the read-time net is for."""
 

@@ -23,6 +23,7 @@ from fabric import metrics, servers
 from fabric import queue as fq
 from fabric.config import Settings
 from fabric.db import make_pool, migrate_if_behind
+from fabric.errors import QueueError
 from fabric.write.placer import Placer
 from fabric.write.reconcile import reconcile
 
@@ -140,10 +141,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metrics-port", type=int, default=None,
                         help="serve Prometheus metrics on this port (default: FABRIC_METRICS_PORT)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=os.environ.get("FABRIC_LOG_LEVEL", "WARNING"),
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging()
     return run(Settings.from_env(metrics_port=args.metrics_port), burst=args.burst, parent_pid=args.parent_pid,
                name=args.name)
+
+
+def configure_logging() -> None:
+    """fabric's own log lines (reconciler passes, Redis waits) at FABRIC_LOG_LEVEL; RQ's are set by work()."""
+    logging.basicConfig(level=os.environ.get("FABRIC_LOG_LEVEL", "WARNING").upper(),
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
 
 def run(settings: Settings, *, burst: bool = False, parent_pid: int | None = None, name: str | None = None) -> int:
@@ -155,6 +161,13 @@ def run(settings: Settings, *, burst: bool = False, parent_pid: int | None = Non
     placer = Placer(settings, pool)
     jobs.install(placer)
     conn = fq.connect(rd_url)
+    try:
+        conn.ping()
+    except REDIS_DOWN as exc:
+        if burst:  # nothing to wait for: say so in one line
+            pool.close()
+            raise QueueError(f"cannot reach Redis: {exc}") from exc
+        _wait_for_redis(conn, None)  # as after a Redis restart: back off until it answers
     queue = fq.make_queue(conn, settings.queue_name)
     if settings.metrics_port:
         metrics.serve(settings.metrics_port, pool=pool, redis_client=conn, org_label=settings.metrics_org_label)
@@ -171,7 +184,7 @@ def run(settings: Settings, *, burst: bool = False, parent_pid: int | None = Non
             worker.parent_pid = parent_pid
             try:
                 worker.run_reconcile()  # on (re)start: pick up what was lost while no worker ran
-                worker.work(burst=burst, logging_level=os.environ.get("FABRIC_LOG_LEVEL", "WARNING"),
+                worker.work(burst=burst, logging_level=os.environ.get("FABRIC_LOG_LEVEL", "WARNING").upper(),
                             with_scheduler=True)
             except REDIS_DOWN as exc:  # e.g. while registering, or in teardown after a lost job
                 log.warning("Redis unreachable: %s", exc)
@@ -186,7 +199,7 @@ def run(settings: Settings, *, burst: bool = False, parent_pid: int | None = Non
 REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError, OSError)
 
 
-def _wait_for_redis(conn: redis.Redis, worker: FabricWorker, *, longest: float = 30.0) -> None:
+def _wait_for_redis(conn: redis.Redis, worker: FabricWorker | None, *, longest: float = 30.0) -> None:
     """Back off (1, 2, 4 ... 30 s) until Redis answers, then clear the old registration."""
     delay = 1.0
     while True:
@@ -197,6 +210,8 @@ def _wait_for_redis(conn: redis.Redis, worker: FabricWorker, *, longest: float =
             log.warning("waiting for Redis (%s); next try in %.0f s", exc, delay)
             time.sleep(delay)
             delay = min(delay * 2, longest)
+    if worker is None:
+        return
     try:
         worker.register_death()  # so the next worker of the same name may register
     except REDIS_DOWN:

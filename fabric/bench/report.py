@@ -167,9 +167,14 @@ GRIDS = (("Accuracy by kind (* = fabric must be 100%; ~r = rephrased cases)", ki
          ("Conversational stream (each turn a distinct fact)", conversation_grid))
 
 
+def grids(results: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The grids a run has figures for: a --stream-only run has only the stream's."""
+    return [(t, g) for t, g in GRIDS if g is conversation_grid or not results.get("stream_only")]
+
+
 def tables(results: dict[str, Any]) -> list[Table]:
     out = []
-    for title, grid in GRIDS:
+    for title, grid in grids(results):
         header, rows = grid(results)
         if not rows:
             continue
@@ -190,7 +195,7 @@ def markdown(results: dict[str, Any], command: str | None = None) -> str:
     per = " and phrasing" if len(results.get("phrasings", ())) > 1 else ""
     lines += [f"seed {results['seed']}, {results['cases_per_kind']} cases per kind{per}, top-k {results['top_k']}, "
               f"embedder {results['embedder']}, {results['elapsed_s']:.0f} s", ""]
-    for title, grid in GRIDS:
+    for title, grid in grids(results):
         header, rows = grid(results)
         if not rows:
             continue
@@ -241,7 +246,7 @@ def write_outputs(results: dict[str, Any], out: Path, *, stem: str = "temporal",
     """Write <stem>.json, <stem>.md and <stem>.png into `out`; return their paths."""
     out.mkdir(parents=True, exist_ok=True)
     files = {"json": str(out / f"{stem}.json"), "markdown": str(out / f"{stem}.md")}
-    chart = write_chart(results, out / f"{stem}.png")
+    chart = None if results.get("stream_only") else write_chart(results, out / f"{stem}.png")
     if chart is not None:
         files["chart"] = str(chart)
     (out / f"{stem}.md").write_text(markdown(results, command))

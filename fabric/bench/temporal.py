@@ -69,7 +69,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from ..errors import FabricError, ValidationError
+from ..errors import FabricError, PlacementParked, ValidationError
 from ..placement.validator import normalise
 from ..types import utcnow
 from .measure import percentile
@@ -105,6 +105,7 @@ TOP_K = 5
 MAX_RETRIES = 2
 LAST_PHASE = 4
 WAIT_TIMEOUT = 600.0
+LLM_WAIT_TIMEOUT = 3600.0  # the LLM backends' job timeout (llm_fabric)
 
 # ---------------------------------------------------------------------------------------- the cases
 
@@ -1074,6 +1075,9 @@ STREAM_MULTI: tuple[str, ...] = (
     "{p} presented the {project} roadmap to {c}.",
     "{q} thanked {p} for the help with {project}.",
 )
+# Relations that read the same both ways: "A signed a contract with B" is "B signed one with A".
+STREAM_SYMMETRIC = frozenset(("{c} signed a supply contract with {c2}.",
+                              "{p} and {q} are planning a hiking trip to {place}."))
 STREAM_FILL: dict[str, tuple[str, ...]] = {
     "instrument": ("cello", "banjo", "trumpet", "piano", "oboe", "harp"),
     "name": ("Hedda", "Mirela", "Signe", "Yasmin", "Odile", "Priya"),
@@ -1105,53 +1109,76 @@ def conversation_turns(seed: int, turns: int) -> list[str]:
         if single and (template, p) in used_single:
             continue
         fill = {k: rng.choice(v) for k, v in STREAM_FILL.items()}
-        text = template.format(p=p, q=q, c=c, c2=c2, project=rng.choice(STREAM_PROJECTS), **fill)
+        project = rng.choice(STREAM_PROJECTS)
+        text = template.format(p=p, q=q, c=c, c2=c2, project=project, **fill)
         if text in seen:
             continue
         seen.add(text)
+        if template in STREAM_SYMMETRIC:  # the same fact with the two names swapped is no distinct turn
+            seen.add(template.format(p=q, q=p, c=c2, c2=c, project=project, **fill))
         if single:
             used_single.add((template, p))
         out.append(text)
     return out
 
 
-def conversation(fab: Any, *, run_id: str, seed: int = 0, turns: int = TURNS_FULL,
-                 tag: str = "conversation") -> dict[str, Any]:
-    """Write the stream as text-only memories in one org (a day apart) and count the collapsed turns:
-    refused as a duplicate, or superseded by a later turn. Every turn is a distinct fact."""
-    org = f"bench-{run_id}-{tag}"
-    texts = conversation_turns(seed, turns)
+def measure_stream(fab: Any, texts: Sequence[str], *, org: str, run_id: str,
+                   source: str = "bench-conversation", wait_timeout: float = WAIT_TIMEOUT) -> dict[str, Any]:
+    """Write `texts` as text-only memories in `org` (a day apart) and count the collapsed turns: refused
+    as a duplicate, or superseded by a later turn (each text is meant as a distinct fact). A turn the
+    worker parks is counted apart, not collapsed. `collapsed_turns` holds every collapse with the turn's
+    index in `texts`."""
     start = EPOCH + timedelta(days=3000)
     started = time.perf_counter()
     receipts = fab.write_many([dict(content=t, org=org, valid_from=start + timedelta(days=n),
-                                    source="bench-conversation", metadata={"bench_run": run_id})
+                                    source=source, metadata={"bench_run": run_id})
                                for n, t in enumerate(texts)])
-    placed = [fab.wait(r, timeout=WAIT_TIMEOUT) for r in receipts]
+    placed: list[tuple[int, str, Any]] = []
+    parked = []
+    for n, (r, t) in enumerate(zip(receipts, texts)):
+        try:
+            placed.append((n, t, fab.wait(r, timeout=wait_timeout)))
+        except PlacementParked as exc:
+            parked.append({"index": n, "turn": t, "error": exc.error})
     seconds = time.perf_counter() - started
     live = {m.id for m in fab.belief_state(org=org)}
-    text_of = {p.memory_id: t for p, t in zip(placed, texts) if p.decision != "duplicate"}
-    forked_by = {p.target_id: (t, p.reason) for p, t in zip(placed, texts) if p.decision == "contradiction_fork"}
+    text_of = {p.memory_id: t for _, t, p in placed if p.decision != "duplicate"}
+    forked_by = {p.target_id: (t, p.reason) for _, t, p in placed if p.decision == "contradiction_fork"}
     decisions: dict[str, int] = {}
     collapsed = []
-    for p, t in zip(placed, texts):
+    for n, t, p in placed:
         decisions[p.decision] = decisions.get(p.decision, 0) + 1
         if p.decision == "duplicate":
-            collapsed.append({"turn": t, "how": "refused as a duplicate of", "other": text_of.get(p.memory_id),
-                              "reason": p.reason})
+            collapsed.append({"index": n, "turn": t, "how": "refused as a duplicate of",
+                              "other": text_of.get(p.memory_id), "reason": p.reason})
         elif p.memory_id not in live:
             by, reason = forked_by.get(p.memory_id, (None, None))
-            collapsed.append({"turn": t, "how": "superseded by", "other": by, "reason": reason})
-    calls = sum(p.validator not in (None, "pregate") for p in placed)
+            collapsed.append({"index": n, "turn": t, "how": "superseded by", "other": by, "reason": reason})
+    calls = sum(p.validator not in (None, "pregate") for _, _, p in placed)
     llm_ms = [d.latency_ms for d in fab.decisions(org=org, action="place", limit=10000)
               if d.validator == "llm" and d.latency_ms is not None]
+    # the model's answers its guards refused (kept as new branches): what the guards saved
+    refused = [{"turn": t, "reason": p.reason} for _, t, p in placed
+               if p.validator == "llm" and " not applied: " in (p.reason or "")]
     return {"turns": len(texts), "collapsed": len(collapsed), "collapsed_share": len(collapsed) / len(texts),
             "duplicates": decisions.get("duplicate", 0),
-            "superseded": sum(c["how"] == "superseded by" for c in collapsed),
+            "superseded": sum(c["how"] == "superseded by" for c in collapsed), "parked": len(parked),
             "decisions": dict(sorted(decisions.items())), "validator_calls_per_write": calls / len(texts),
-            "llm_calls_per_write": sum(p.validator == "llm" for p in placed) / len(texts),
+            "llm_calls_per_write": sum(p.validator == "llm" for _, _, p in placed) / len(texts),
             "llm_ms_per_call": sum(llm_ms) / len(llm_ms) if llm_ms else None,
-            "validators": sorted({p.validator or "?" for p in placed}), "seconds": round(seconds, 2),
-            "examples": collapsed[:10]}
+            "validators": sorted({p.validator or "?" for _, _, p in placed}), "seconds": round(seconds, 2),
+            "collapsed_turns": collapsed, "parked_turns": parked, "llm_refused": refused}
+
+
+def conversation(fab: Any, *, run_id: str, seed: int = 0, turns: int = TURNS_FULL,
+                 tag: str = "conversation", wait_timeout: float = WAIT_TIMEOUT) -> dict[str, Any]:
+    """The generated stream (`conversation_turns`) through `measure_stream`, in an org of its own."""
+    out = measure_stream(fab, conversation_turns(seed, turns), org=f"bench-{run_id}-{tag}", run_id=run_id,
+                         wait_timeout=wait_timeout)
+    collapsed = out.pop("collapsed_turns")
+    out.pop("parked_turns")
+    out["examples"] = [{k: v for k, v in c.items() if k != "index"} for c in collapsed]
+    return out
 
 
 # -------------------------------------------------------------------------------------------- run
@@ -1214,7 +1241,7 @@ def llm_fabric(fab: Any, endpoint: LLMEndpoint, run_id: str) -> Any:
     # A job places up to FABRIC_EMBED_BATCH_SIZE writes one model call at a time: with a local model
     # at a minute per call, the default 300 s job timeout cut jobs short (measured 2026-12-01).
     llm = Fabric.connect(fab.database_url, fab.redis_url, auto_migrate=False, run_worker=True,
-                         job_timeout=max(fab.settings.job_timeout, 3600),
+                         job_timeout=max(fab.settings.job_timeout, int(LLM_WAIT_TIMEOUT)),
                          data_dir=fab.settings.data_dir, queue_name=f"{fab.settings.queue_name}-llm-{run_id}",
                          validator="llm", openai_base_url=endpoint.base_url, openai_api_key=endpoint.api_key,
                          llm_model=endpoint.model)
@@ -1225,9 +1252,11 @@ def llm_fabric(fab: Any, endpoint: LLMEndpoint, run_id: str) -> Any:
 def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequence[str] | None = None,
         out: str | Path | None = "bench-results", per_kind: int | None = None,
         phrasings: Sequence[str] = PHRASINGS, turns: int | None = None,
-        progress: Callable[[str], None] | None = None, llm: LLMEndpoint | None = None) -> dict[str, Any]:
+        progress: Callable[[str], None] | None = None, llm: LLMEndpoint | None = None,
+        stream_only: bool = False) -> dict[str, Any]:
     """Run the benchmark on an open Fabric (with a placement worker) and return every result.
-    The LLM backends need `llm` (their worker is started here).
+    The LLM backends need `llm` (their worker is started here). `stream_only`: no cases, only the
+    conversational stream of the text backends (minutes instead of an hour with a local model).
 
     Writes `temporal.json`, `temporal.png` and `temporal.md` into `out` (None: write nothing)."""
     say = progress or (lambda msg: log.info(msg))
@@ -1239,9 +1268,14 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
     per_kind = per_kind or (CASES_QUICK if quick else CASES_FULL)
     run_id = f"{utcnow():%y%m%d%H%M%S}{secrets.token_hex(2)}"
     started_at, t0 = utcnow(), time.perf_counter()
-    cases = generate(seed, per_kind, distractors=DISTRACTORS_QUICK if quick else DISTRACTORS_FULL,
-                     phrasings=phrasings)
+    cases = [] if stream_only else generate(seed, per_kind, distractors=DISTRACTORS_QUICK if quick else
+                                            DISTRACTORS_FULL, phrasings=phrasings)
     turns = turns if turns is not None else (TURNS_QUICK if quick else TURNS_FULL)
+    if stream_only and not turns:
+        raise ValidationError("turns", "--stream-only runs only the conversational stream: --turns must be above 0")
+    if stream_only and not {"fabric-text", "fabric-text-llm"} & set(names):
+        raise ValidationError("backends", "--stream-only needs fabric-text or fabric-text-llm (the stream is "
+                                          "written text-only)")
     say(f"run {run_id}: {len(cases)} cases ({per_kind} per kind, seed {seed}), "
         f"{sum(len(c.queries) for c in cases)} questions, backends {', '.join(names)}")
 
@@ -1280,7 +1314,7 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
         # and let each worker load its own
         for f in {id(b.fab): b.fab for b in active if isinstance(b, FabricBackend)}.values():
             f.wait(f.write("Warm-up note for the benchmark.", org=f"bench-{run_id}-warmup"), timeout=WAIT_TIMEOUT)
-        for b in active:
+        for b in active if cases else ():
             bt = time.perf_counter()
             for phase in range(1, LAST_PHASE + 1):
                 b.ingest(phase, cases)
@@ -1300,7 +1334,9 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
             say(f"conversational stream: {stream['collapsed']}/{stream['turns']} distinct facts collapsed "
                 f"({stream['seconds']:.1f}s)")
         if turns and fab_llm is not None and "fabric-text-llm" in names:
-            stream_llm = conversation(fab_llm, run_id=run_id, seed=seed, turns=turns, tag="conversation-llm")
+            # a local model on a loaded machine takes minutes per call: the writes queued behind them wait
+            stream_llm = conversation(fab_llm, run_id=run_id, seed=seed, turns=turns, tag="conversation-llm",
+                                      wait_timeout=LLM_WAIT_TIMEOUT)
             say(f"conversational stream (LLM): {stream_llm['collapsed']}/{stream_llm['turns']} distinct facts "
                 f"collapsed ({stream_llm['seconds']:.1f}s)")
     finally:
@@ -1318,6 +1354,7 @@ def run(fab: Any, *, quick: bool = False, seed: int = 0, backends: str | Sequenc
         "kinds": list(KINDS), "must_kinds": list(MUST_KINDS), "phrasings": list(phrasings), "top_k": TOP_K,
         "max_retries": MAX_RETRIES, "backends": [b.name for b in active], "notes": notes,
         "embedder": getattr(fab.embedder, "name", "?"), "started_at": started_at.isoformat(),
+        "stream_only": stream_only,
         "elapsed_s": round(time.perf_counter() - t0, 2),
         "backend_seconds": {k: round(v, 2) for k, v in timings.items()},
         **summary,

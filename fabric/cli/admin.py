@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..errors import ValidationError
 from ..types import DECISION_KINDS
 from .app import (
-    EXIT_TIMEOUT, JsonOpt, OrgOpt, app, connected, console, err_console, fmt_time, handle_errors,
-    parse_time, print_json, titled_table,
+    EXIT_TIMEOUT, JsonOpt, OrgOpt, app, connected, console, err_console, fmt_time, full_id, handle_errors,
+    parse_time, print_json, progress_bars, titled_table,
 )
 from .bench import bench_app
 
@@ -96,8 +95,7 @@ def ingest(
         if file != "-" and Path(file).is_file():
             with open(file, "rb") as fh:
                 total = sum(1 for _ in fh)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err_console, disable=as_json and not err_console.is_terminal) as progress:
+        with progress_bars(console=err_console, disable=as_json and not err_console.is_terminal) as progress:
             read = progress.add_task("writing", total=total)
             pending: list = []
 
@@ -164,7 +162,7 @@ def ingest(
 @app.command()
 def replay(
     org: str = typer.Option(..., "--org", "-o", help="Tenant (org)."),
-    root: str = typer.Option(..., "--root", help="Root memory id of the subtree to replay."),
+    root: str = typer.Option(..., "--root", help="Root memory id of the subtree to replay (or its first characters)."),
     validator: str = typer.Option("rule", "--validator", help="rule | llm"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the difference, write nothing (the default)."),
     apply: bool = typer.Option(False, "--apply", help="Commit the new placements (one transaction)."),
@@ -174,12 +172,13 @@ def replay(
     print what changes: decisions, and facts that would be superseded or revived. --apply commits it
     as new versions (the old placement stays visible with --known-at before the replay).
 
-    Example: fabric replay --org acme --root 0b6f0d3e-... --validator llm --dry-run
+    Example: fabric replay --org acme --root 0b6f0d3e --validator llm --dry-run
     """
     with handle_errors():
         if dry_run and apply:
             raise ValidationError("--apply", "give --dry-run or --apply, not both")
     with connected(run_worker=False) as fab:
+        root = full_id(fab, "memory", root, org=org, field="root_id")
         report = fab.replay(org, root, validator=validator, apply=apply)
     if as_json:
         print_json(report)
@@ -224,6 +223,7 @@ def revert(
     Example: fabric revert 5c1d2e7a-0d3b-4a8e-9f00-2b7c6f1e9a11 --reason "false contradiction"
     """
     with connected(run_worker=False) as fab:
+        decision_id = full_id(fab, "decision", decision_id, org=org, field="decision_id")
         event = fab.revert(decision_id, org=org, reason=reason)
     if as_json:
         print_json({"reverted": decision_id, "event": event})

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 import uuid
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import typer
 from rich.console import Console
@@ -16,6 +17,9 @@ from rich.table import Table
 
 from ..errors import FabricError, NotFound, ValidationError
 from ..types import parse_time  # noqa: F401  (the commands' time parser)
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 app = typer.Typer(
     name="fabric",
@@ -25,7 +29,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)  # an error stays one line, whatever the width
 
 # Exit codes that mean something to scripts.
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_TIMEOUT = 0, 1, 2, 3, 4
@@ -63,6 +67,29 @@ def handle_errors() -> Iterator[None]:
         raise typer.Exit(code) from None
 
 
+_SHORT_ID = re.compile(r"[0-9a-f]{4,31}")
+_IDS_FROM = {"memory": "memory_ids_from", "decision": "decision_ids_from"}  # the named queries
+
+
+def full_id(fab: Any, what: str, text: str, *, org: str | None, field: str) -> str:
+    """The id that a short form (the first characters, as the tables print them) stands for in `org`
+    (None: any org, for decisions); a whole id, or text that is no id, is returned as it is (the call
+    checks it)."""
+    from ..sql import q
+
+    hexed = text.strip().lower().replace("-", "")
+    if not _SHORT_ID.fullmatch(hexed):
+        return text
+    lo, hi = (str(uuid.UUID(hexed.ljust(32, pad))) for pad in "0f")
+    with fab._conn(org) as conn:
+        rows = conn.execute(q(_IDS_FROM[what]), {"org": org, "lo": lo, "hi": hi}).fetchall()
+    if not rows:
+        raise NotFound(what, text, org)
+    if len(rows) > 1:
+        raise ValidationError(field, f"{text!r} starts more than one {what} id; give more of it")
+    return str(rows[0]["id"])
+
+
 def to_jsonable(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return to_jsonable(obj.to_dict() if hasattr(obj, "to_dict") else dataclasses.asdict(obj))
@@ -79,6 +106,13 @@ def to_jsonable(obj: Any) -> Any:
 
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, default=str) + "\n")
+
+
+def progress_bars(description: str = "{task.description}", **options: Any) -> Progress:
+    """Bars with a count and the elapsed time. rich.progress loads here, not when the CLI starts."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn(description), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), **options)
 
 
 def fmt_time(dt: datetime | None) -> str:

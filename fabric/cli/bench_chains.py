@@ -7,11 +7,9 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.markdown import Markdown
 
-from .app import JsonOpt, connected, console, err_console, handle_errors, print_json
-from .bench import bench_app
+from .app import JsonOpt, connected, console, err_console, handle_errors
+from .bench import bench_app, emit
 
 
 @bench_app.command("chains")
@@ -33,7 +31,6 @@ def chains(
     Example: fabric bench chains --out bench-results
     """
     from ..bench.chains import load_chains, markdown, run
-    from ..bench.report import write_json
 
     started = time.perf_counter()
     names = [b.strip() for b in backends.split(",") if b.strip()]
@@ -44,14 +41,5 @@ def chains(
         results = run(fab, loaded, backends=names, progress=lambda msg: progress.print(f"[dim]{msg}[/]"))
     command = "fabric bench chains" + (f" --chains {path}" if path else "") + (f" --limit {limit}" if limit else "") \
         + (f" --backends {backends}" if backends != "fabric-text,pgvector" else "")
-    text = markdown(results, command)
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        write_json(results, out / "chains.json")
-        (out / "chains.md").write_text(text)
-    if as_json:
-        print_json({k: v for k, v in results.items() if k != "queries"})
-        return
-    page = console if console.is_terminal else Console(width=max(console.width, 130))
-    page.print(Markdown(text))
-    page.print(f"[dim]{time.perf_counter() - started:.0f} s[/]")
+    emit(results, markdown(results, command), name="chains", out=out, as_json=as_json, started=started,
+         json_view={k: v for k, v in results.items() if k != "queries"})

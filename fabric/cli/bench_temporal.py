@@ -34,6 +34,9 @@ def temporal(
     turns: Optional[int] = typer.Option(None, "--turns", min=0,
                                         help="Turns of the conversational stream, written text-only when "
                                              "fabric-text runs (default 150; 40 with --quick; 0: skip)."),
+    stream_only: bool = typer.Option(False, "--stream-only",
+                                     help="Run only the conversational stream (no cases, no flat baselines' "
+                                          "questions): the quick way to measure collapsed turns with an LLM."),
     worker: bool = typer.Option(True, "--worker/--no-worker",
                                 help="Start a placement worker for the run (off: rely on running workers)."),
     as_json: bool = JsonOpt,
@@ -66,10 +69,11 @@ def temporal(
     with connected(run_worker=worker, validator="rule") as fab:
         results = run(fab, quick=quick, seed=seed, backends=names, out=None, per_kind=per_kind,
                       phrasings=phrasings, turns=turns, progress=lambda msg: progress.print(f"[dim]{msg}[/]"),
-                      llm=endpoint)
+                      llm=endpoint, stream_only=stream_only)
     command = "fabric bench temporal" + (" --quick" if quick else "") + (f" --seed {seed}" if seed else "") + \
         (f" --per-kind {per_kind}" if per_kind else "") + (f" --backends {backends}" if backends != "all" else "") + \
-        (f" --phrasing {phrasing}" if phrasing != "both" else "") + (f" --turns {turns}" if turns is not None else "")
+        (f" --phrasing {phrasing}" if phrasing != "both" else "") + (f" --turns {turns}" if turns is not None else "") + \
+        (" --stream-only" if stream_only else "")
     try:
         results["files"] = write_outputs(results, out, command=command)
     except OSError as exc:
@@ -85,9 +89,10 @@ def temporal(
             page.print(t)
         for name, note in results["notes"].items():
             page.print(f"[yellow]{name}[/]: {note}")
-        for ex in (results.get("conversation") or {}).get("examples", []):
-            page.print(f"[dim]collapsed turn: {ex['turn']!r} {ex['how']}" + (f" {ex['other']!r}" if ex["other"] else "")
-                       + "[/]")
+        for key, who in (("conversation", ""), ("conversation_llm", " (LLM)")):
+            for ex in (results.get(key) or {}).get("examples", []):
+                page.print(f"[dim]collapsed turn{who}: {ex['turn']!r} {ex['how']}"
+                           + (f" {ex['other']!r}" if ex["other"] else "") + "[/]")
         for name, bar in results["bar"].items():
             mark = "[green]meets its bar[/]" if bar["ok"] else "[red]misses its bar:[/] " + "; ".join(bar["failures"])
             page.print(f"{name}: {mark}")

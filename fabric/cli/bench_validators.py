@@ -9,7 +9,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..bench.report import pct
 from .app import EXIT_USAGE, JsonOpt, console, err_console, handle_errors, print_json
 from .bench import bench_app
 
@@ -78,10 +77,14 @@ def validators(
 
 
 def _cell(s: dict[str, Any] | None) -> str:
+    from ..bench.report import pct
+
     return "—" if not s or not s["n"] else f"{s['correct']}/{s['n']} {pct(s['accuracy'], 1)}"
 
 
 def _print(result: dict[str, Any], console: Console) -> None:
+    from ..bench.report import pct
+
     runs = result["runs"]
     names = [r["validator"] + (f" ({r['model']})" if r["model"] else "") for r in runs]
     splits = [sp for sp in ("tune", "holdout") if sp in runs[0]["splits"]]

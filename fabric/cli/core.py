@@ -7,8 +7,8 @@ from typing import Optional
 import typer
 
 from .app import (
-    EXIT_OK, JsonOpt, OrgOpt, app, connected, console, err_console, handle_errors, memory_table, parse_time,
-    print_json,
+    EXIT_OK, EXIT_TIMEOUT, JsonOpt, OrgOpt, app, connected, console, err_console, full_id, handle_errors, memory_table,
+    parse_time, print_json,
 )
 
 embedded_app = typer.Typer(help="The embedded PostgreSQL and Redis in FABRIC_DATA_DIR.", no_args_is_help=True)
@@ -26,8 +26,8 @@ def migrate(
     from .. import db, servers
     from ..config import Settings
 
-    s = Settings.from_env()
     with handle_errors():
+        s = Settings.from_env()
         url = s.database_url or servers.postgres_url(s.data_dir)
         db.migrate(url, revision=downgrade or "head", embedding_dim=s.embedding_dim, downgrade=bool(downgrade))
         console.print(f"schema at revision [bold]{db.schema_revision(url) or 'base'}[/]")
@@ -44,10 +44,11 @@ def worker(
 
     Example: REDIS_URL=redis://localhost:6379/0 DATABASE_URL=postgresql://... fabric worker --metrics-port 9464
     """
-    from workers.run import run
+    from workers.run import configure_logging, run
 
     from ..config import Settings
 
+    configure_logging()  # FABRIC_LOG_LEVEL, as docker-compose.yml sets it (the command ignored it)
     with handle_errors():
         raise typer.Exit(run(Settings.from_env(metrics_port=metrics_port), burst=burst, name=name))
 
@@ -89,10 +90,18 @@ def write(
         receipt = fab.write(content, org=org, subject=subject, relation=relation, value=value,
                             valid_from=parse_time("valid_from", valid_from),
                             valid_to=parse_time("valid_to", valid_to), source=source, kind=kind)
-        placement = fab.wait(receipt, timeout=timeout) if wait else None
+        # Not queued (Redis unreachable): no worker can place it until the reconciler queues it, so
+        # waiting would only run out the timeout.
+        placement = fab.wait(receipt, timeout=timeout) if wait and receipt.enqueued else None
     if as_json:
         print_json({"receipt": receipt, "placement": placement})
-    elif placement:
+    if wait and not receipt.enqueued:
+        err_console.print(f"[red]not queued:[/] write {receipt.id} is kept in Postgres, but Redis is unreachable; "
+                          "a worker's reconciler queues it once Redis is back")
+        raise typer.Exit(EXIT_TIMEOUT)
+    if as_json:
+        return
+    if placement:
         console.print(f"{placement.decision} → memory {placement.memory_id}"
                       + (f" (target {placement.target_id})" if placement.target_id else "")
                       + f": {placement.reason}")
@@ -121,6 +130,8 @@ def search(
         found = fab.search(query, org=org, k=k, valid_at=parse_time("valid_at", valid_at),
                            known_at=parse_time("known_at", known_at), include_superseded=include_superseded,
                            mode=mode, context=context, explain=explain)
+        if not found:
+            fab.require_org(org)  # a mistyped org is an error, not "nothing found"
     print_json(found) if as_json else console.print(memory_table(found, f"search: {query}", score=True))
 
 
@@ -137,6 +148,8 @@ def current(
     with connected(run_worker=False) as fab:
         m = fab.current_value(subject, relation, org=org, valid_at=parse_time("valid_at", valid_at),
                               known_at=parse_time("known_at", known_at))
+        if m is None:
+            fab.require_org(org)
     if as_json:
         print_json(m)
     elif m is None:
@@ -148,28 +161,30 @@ def current(
 
 @app.command()
 def walk(
-    root: str = typer.Argument(..., help="Root memory id."), org: str = OrgOpt,
+    root: str = typer.Argument(..., help="Root memory id (or its first characters)."), org: str = OrgOpt,
     max_depth: Optional[int] = typer.Option(None), include_superseded: bool = typer.Option(False, "--include-superseded"),
     valid_at: Optional[str] = typer.Option(None), known_at: Optional[str] = typer.Option(None),
     as_json: bool = JsonOpt,
 ) -> None:
     """Walk a branch (through superseded nodes).
 
-    Example: fabric walk 0b6f...e1 --include-superseded
+    Example: fabric walk 0b6f0d3e --include-superseded   (an id, or its first characters as tables print them)
     """
     with connected(run_worker=False) as fab:
+        root = full_id(fab, "memory", root, org=org, field="root_id")
         found = fab.walk(root, org=org, max_depth=max_depth, include_superseded=include_superseded,
                          valid_at=parse_time("valid_at", valid_at), known_at=parse_time("known_at", known_at))
     print_json(found) if as_json else console.print(memory_table(found, f"branch {root}"))
 
 
 @app.command()
-def history(memory_id: str = typer.Argument(...), org: str = OrgOpt, as_json: bool = JsonOpt) -> None:
+def history(memory_id: str = typer.Argument(..., help="A memory id (or its first characters)."), org: str = OrgOpt, as_json: bool = JsonOpt) -> None:
     """The supersession chain through a memory, oldest first.
 
-    Example: fabric history 0b6f...e1
+    Example: fabric history 0b6f0d3e   (an id, or its first characters as tables print them)
     """
     with connected(run_worker=False) as fab:
+        memory_id = full_id(fab, "memory", memory_id, org=org, field="memory_id")
         found = fab.history(memory_id, org=org)
     print_json(found) if as_json else console.print(memory_table(found, f"history of {memory_id}"))
 
@@ -186,6 +201,8 @@ def belief(
     with connected(run_worker=False) as fab:
         found = fab.belief_state(org=org, valid_at=parse_time("valid_at", valid_at),
                                  known_at=parse_time("known_at", known_at))
+        if not found:
+            fab.require_org(org)
     print_json(found) if as_json else console.print(memory_table(found, f"belief state of {org}"))
 
 
@@ -205,10 +222,14 @@ def demo() -> None:
 
 @embedded_app.command("status")
 def embedded_status() -> None:
-    """Show the data folder and whether its servers run."""
+    """Show the data folder and whether its servers run.
+
+    Example: FABRIC_DATA_DIR=/srv/fabric fabric embedded status
+    """
     from ..config import Settings
 
-    s = Settings.from_env()
+    with handle_errors():
+        s = Settings.from_env()
     pid = s.data_dir / "pg" / "postmaster.pid"
     console.print(f"data folder: {s.data_dir}")
     from ..servers import folder_major
@@ -228,7 +249,8 @@ def embedded_stop() -> None:
     from .. import servers
     from ..config import Settings
 
-    s = Settings.from_env()
+    with handle_errors():
+        s = Settings.from_env()
     pg = servers.stop_postgres(s.data_dir)
     rd = servers.stop_redis(s.data_dir)
     console.print(f"postgres: {'stopped' if pg else 'was not running'}; redis: {'stopped' if rd else 'was not running'}")
@@ -245,8 +267,8 @@ def embedded_upgrade() -> None:
     from .. import servers
     from ..config import Settings
 
-    s = Settings.from_env()
     with handle_errors():
+        s = Settings.from_env()
         before, after = servers.upgrade_postgres(s.data_dir)
     if before is None:
         console.print(f"no PostgreSQL data folder in {s.data_dir}: nothing to upgrade")

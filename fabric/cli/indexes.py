@@ -47,7 +47,10 @@ def orgs(
 
 @index_app.command("list")
 def list_(as_json: bool = JsonOpt) -> None:
-    """The per-org HNSW indexes: name, table, org predicate, rows, size."""
+    """The per-org HNSW indexes: name, table, org predicate, rows, size.
+
+    Example: fabric index list --json
+    """
     import psycopg
 
     from ..read import indexes

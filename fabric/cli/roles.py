@@ -40,9 +40,7 @@ def owner_connection() -> Iterator[tuple[Conn, str]]:
     try:
         conn = psycopg.connect(url)
     except psycopg.OperationalError as exc:
-        from ..errors import DatabaseError
-
-        raise DatabaseError(f"cannot connect to PostgreSQL: {exc}") from exc
+        raise db.cannot_connect(exc) from exc
     with conn:
         yield conn, url
 

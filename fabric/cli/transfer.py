@@ -5,19 +5,20 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .app import EXIT_USAGE, JsonOpt, app, connected, console, err_console, print_json
+from .app import EXIT_USAGE, JsonOpt, app, connected, console, err_console, print_json, progress_bars
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 
 @contextmanager
 def _bars() -> Iterator[tuple[Progress, dict]]:
     """One bar per table, on stderr (stdout may carry the export itself)."""
-    with Progress(TextColumn("{task.description:>16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=False) as bars:
+    with progress_bars("{task.description:>16}", console=err_console, transient=False) as bars:
         yield bars, {}
 
 
@@ -41,19 +42,21 @@ def export_cmd(
     """
     from ..export import export_org
 
-    with connected(run_worker=False) as fab, _bars() as (bars, tasks):
-        stream = out.open("w", encoding="utf-8") if out else sys.stdout
-        try:
-            with fab.pool.connection() as conn:
-                counts = export_org(conn, org, stream, progress=_advance(bars, tasks),
-                                    on_counts=lambda c: _add_tasks(bars, tasks, c))
-        except BaseException:
+    with connected(run_worker=False) as fab:
+        fab.require_org(org)  # before the bars, which would leave an empty line above the message
+        with _bars() as (bars, tasks):
+            stream = out.open("w", encoding="utf-8") if out else sys.stdout
+            try:
+                with fab.pool.connection() as conn:
+                    counts = export_org(conn, org, stream, progress=_advance(bars, tasks),
+                                        on_counts=lambda c: _add_tasks(bars, tasks, c))
+            except BaseException:
+                if out:
+                    stream.close()
+                    out.unlink(missing_ok=True)  # no partial file left behind to be imported later
+                raise
             if out:
                 stream.close()
-                out.unlink(missing_ok=True)  # no partial file left behind to be imported later
-            raise
-        if out:
-            stream.close()
     if out:
         console.print(f"exported org [bold]{org}[/] to {out}: " + ", ".join(f"{n} {t}" for t, n in counts.items()))
 

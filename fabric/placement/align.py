@@ -33,7 +33,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from .facts import CURRENCY, Span, _names as names, _project, currency, number_key
+from .facts import CURRENCY, GONE_BEFORE, Span, _names as names, _project, currency, number_key
 
 # ------------------------------------------------------------------------------ numbers written one way
 
@@ -85,6 +85,36 @@ _BARE_CLOCK = re.compile(r"\b(\d{1,2}):(\d\d)\b")
 _DAY_PART = re.compile(r"(\d\d:\d\d)\s+(?:in the (?:morning|afternoon|evening)|at night)\b", re.IGNORECASE)
 
 
+# Opening hours, one value however written: "9 to 5", "from 10:00 to 18:00", "8:00–20:00", "opens at 10
+# and closes at 6" -> "09:00-17:00". A bare hour only after a word of opening hours; an end hour not after
+# the start, or before 8, is in the afternoon ("9 to 5", "10 to 6").
+_HOURS_WORD = (r"((?:\b(?:open|opens|opened|staffed|hours(?: are| of)?|shifts? (?:is|are|runs?))\s+"
+               r"(?:from\s+|between\s+)?))")
+_BARE_HOURS = re.compile(_HOURS_WORD + r"(\d{1,2}|\d\d:\d\d)\s*(?:to|till|until|and|-|–|—)\s*(\d{1,2}|\d\d:\d\d)"
+                         r"\b(?![:.]\d)"
+                         r"(?!\s*(?:%|percent|people|years?|days?|weeks?|months?|hours?|minutes?))", re.IGNORECASE)
+_OPEN_CLOSE = re.compile(r"\b(opens?|opened)\s+(?:at\s+)?(\d{1,2}|\d\d:\d\d)\s*(?:,\s*)?(?:and\s+)?"
+                         r"(?:closes?|closed|shuts?)\s+(?:at\s+)?(\d{1,2}|\d\d:\d\d)\b(?![:.]\d)", re.IGNORECASE)
+_HOURS = re.compile(r"\b(\d\d:\d\d)\s*(?:to|till|until|-|–|—)\s*(\d\d:\d\d)\b")
+# "by the end of June 2025" is the month's deadline: "June 2025"
+_MONTH_END = re.compile(r"\b(?:the\s+)?(?:end|close|last day)\s+of\s+(" + "|".join(
+    "January February March April May June July August September October November December".split())
+    + r")\b", re.IGNORECASE)
+
+
+def _hour(said: str, start: str | None) -> str:
+    """A clock time or a bare hour of opening hours as HH:MM (`start`: the range's first hour, for its end)."""
+    if ":" in said:
+        return said
+    hour = int(said)
+    first = None if start is None else int(start.split(":")[0])
+    if first is None:
+        hour += 12 if hour < 6 else 0
+    elif hour <= 12 and (hour <= first or hour < 8):
+        hour += 12
+    return f"{hour % 24:02d}:00"
+
+
 def _clock(m: re.Match[str]) -> str:
     hour, minute = int(m.group(1)), int(m.group(2) or 0)
     after = m.string[m.end():m.end() + 30].lower()
@@ -101,11 +131,46 @@ _ISO_DATE = re.compile(r"\d{4}-\d\d-\d\d")
 _THERE = re.compile(r"\b((?:at|in)\s+(?:[A-Z][\w&'.-]*)(?:\s+[A-Z][\w&'.-]*)*)\s*([:;,–—-])(.*?)\bthere\b")
 
 
-# Chat memories name their subject "the user", "User", "I" or "my": one subject, written "User".
-_USER = ((re.compile(r"\b(?:the\s+)?user(?=\b(?!-))", re.IGNORECASE), "User"),
-         (re.compile(r"\b[Mm]y\b"), "User's"), (re.compile(r"\bI'm\b"), "User is"),
-         (re.compile(r"\bI've\b"), "User has"),
-         (re.compile(r"(?:^|(?<=[.!?,;:]\s)|(?<=\band\s)|(?<=\bbut\s)|(?<=\bso\s))I(?= [a-z])"), "User"))
+# Chat memories name their subject "the user", "User", "I", "me" or "my": one subject, written "User";
+# "we" and "our team" name another, the user's team, written "Team" ("our" alone is left: in "our main
+# database" the database is the holder). A first-person verb is put in the third person ("I drive" ->
+# "User drives"), as the lexicon reads a named subject's. "I" after a lower-case word or at a clause's
+# start only ("btw I live"), not "World War I ended".
+_VERB = (r"((?:(?:now|still|also|currently|just|actually|really|only|mostly|usually|no longer|recently)\s+)?)"
+         r"([a-z]+)\b(?!['’])")
+_I = "(?:^|(?<=[.!?,;:]\\s)|" + "|".join(rf"(?<=\b[a-z]{{{n}}}\s)" for n in range(1, 13)) + ")I"
+# "we" as a clause's subject only: "on Fridays we hold the retro" tells of an event, no team's attribute
+_WE = "(?:^|" + "|".join(rf"(?<=\b{w}\s)" for w in ("so", "and", "but", "btw", "fyi", "also", "now")) \
+    + r"|(?<=[.!?,;:]\s))[Ww]e"
+# A chat note with no subject ("Moved to Porto last month.", "Works at Stripe now.") is about the user.
+_NO_SUBJECT = re.compile(r"(?:^|(?<=[.!?]\s))(?:(Just|Recently|Finally|Now)\s+)?"
+                         r"((?i:moved|relocated|started|joined|switched|lives|works|drives|prefers))"
+                         r"(?=\s+(?:(?:to|at|in|for|with|from|into|over)\s+)?[A-Z])")
+_USER = ((_NO_SUBJECT, lambda m: " ".join(["User", *(g.lower() for g in m.groups() if g)])),
+         (re.compile(r"\b(?:the\s+)?user(?=\b(?!-))", re.IGNORECASE), "User"),
+         (re.compile(r"\b[Mm]y\b"), "User's"), (re.compile(_I + r"['’]m\b"), "User is"),
+         (re.compile(_I + r"['’]ve\b"), "User has"), (re.compile(_I + r"['’]d\b"), "User would"),
+         (re.compile(_I + r" " + _VERB), lambda m: _agree("User", m)),
+         (re.compile(r"\b(?:[Oo]ur|[Mm]y) (?:team|company|org|organi[sz]ation|startup|group)\b(?!['’])"), "Team"),
+         (re.compile(_WE + r"['’]re\b"), "Team is"), (re.compile(_WE + r"['’]ve\b"), "Team has"),
+         (re.compile(_WE + " " + _VERB), lambda m: _agree("Team", m)))
+_ME = re.compile(r"(?<=[a-z] )me\b(?!['’-])")
+_NOT_VERBS = frozenset("""can could will would shall should may might must did do does is was were has had
+am are have used got went is been being not never to a an the and or but now""".split())
+_IRREGULAR = {"am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "go": "goes"}
+
+
+def _agree(subject: str, m: re.Match[str]) -> str:
+    """"I work at" -> "User works at": the third person the lexicon's verbs are written in."""
+    verb = m.group(2)
+    if verb in _IRREGULAR:
+        verb = _IRREGULAR[verb]
+    elif not (verb in _NOT_VERBS or verb.endswith(("ed", "s", "ing")) or len(verb) < 2):
+        verb = verb[:-1] + "ies" if re.search(r"[^aeiou]y$", verb) else \
+            verb + "es" if verb.endswith(("sh", "ch", "x", "o", "z")) else verb + "s"
+    return f"{subject} {m.group(1)}{verb}"
+
+
 # "X said (that) they moved ...", "X told me his ...": the speaker's own fact, told as X's ("X moved ...").
 _REPORTED = re.compile(r"\b([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)\s+(?:said|says|mentioned|mentions|told\s+(?:me|us)"
                        r"|tells\s+(?:me|us)|noted|notes|explained|shared|confirmed|confirms|reported|wrote)"
@@ -171,6 +236,11 @@ def _reported(m: re.Match[str]) -> str:
 _SHOUTED = re.compile(r"[A-Z]{2,}\W+[A-Z]{2,}\W+[A-Z]{2,}")
 
 
+_PER_PERIOD = re.compile(r"(\d(?:[\d,.]*\d)?\s*(?:[kKmM]\b|%)?(?:\s*[a-z]+)?\s+)"
+                         r"(?:a|per|each|every)\s+(year|month|week|day)\b", re.IGNORECASE)
+_PERIODICAL = {"year": "annual", "month": "monthly", "week": "weekly", "day": "daily"}
+
+
 @lru_cache(maxsize=16384)
 def canonical(text: str) -> str:
     """The sentence with numbers, times, dates and phone numbers written one way (NFKC first), the
@@ -182,6 +252,7 @@ def canonical(text: str) -> str:
     for pattern, user in _USER:
         t = pattern.sub(user, t)
     t = _REPORTED.sub(_reported, t)
+    t = _ME.sub("User", t)  # after reported speech ("told me they moved")
     t = _NO_LONGER.sub(_no_longer, t)
     t = _USED_TO_CLAUSE.sub(" ", t)
     t = _HONORIFIC.sub(r"\1 ", t)
@@ -194,6 +265,10 @@ def canonical(text: str) -> str:
     t = re.sub(r"\b(open(?:s|ed)?) (?:its|their|the) doors\b", r"\1", t)  # "opens its doors at 9": opens at 9
     t = re.sub(r"\b([Yy])early\b", lambda m: "Annual" if m.group(1) == "Y" else "annual", t)  # one word per period
     t = _spell_numbers(t)
+    # "$6M a year" = "$6M annual revenue", "$15 a month" = "a monthly price of $15": one word per period
+    # (after an amount only: "postponed by a week" is no period)
+    t = re.sub(r"\bper annum\b|\bannually\b", "annual", t)
+    t = _PER_PERIOD.sub(lambda m: m.group(1) + _PERIODICAL[m.group(2).lower()], t)
     t = _SHIFT.sub(lambda m: m.group(1).split()[0], t)  # "pushed back 2 weeks, to" -> "pushed to"
     t = _VERSION.sub(r"\1", t)
     t = re.sub(r"\bv(\d+)\b", r"V\1", t)  # "the Helix API v2": a name of its own
@@ -205,7 +280,11 @@ def canonical(text: str) -> str:
                    and not _ISO_DATE.fullmatch(m.group()) else m.group(), t)  # "555 0177" -> "555-0177": one token
     t = _CLOCK.sub(_clock, t)
     t = _BARE_CLOCK.sub(lambda m: f"{int(m.group(1)):02d}:{m.group(2)}" if int(m.group(1)) < 24 else m.group(), t)
-    return _DAY_PART.sub(r"\1", t)
+    t = _DAY_PART.sub(r"\1", t)
+    t = _OPEN_CLOSE.sub(lambda m: f"{m.group(1)} {_hour(m.group(2), None)}-{_hour(m.group(3), m.group(2))}", t)
+    t = _BARE_HOURS.sub(lambda m: f"{m.group(1)}{_hour(m.group(2), None)}-{_hour(m.group(3), m.group(2))}", t)
+    t = _HOURS.sub(r"\1-\2", t)
+    return _MONTH_END.sub(r"\1", t)
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -223,11 +302,11 @@ _CHANGE = frozenset("""now new newly changed change changes moved move moves swi
     downgraded rewritten changed traded swapped exchanged stepped resigned retired departed replaced
     actually relocated migrated started starting began down up cut""".split())
 # "X's son attends ...", "X's husband works at ...": the fact is about someone else.
-_RELATIVES = frozenset("""son daughter child children kid kids wife husband spouse partner sister brother sibling
+RELATIVES = frozenset("""son daughter child children kid kids wife husband spouse partner sister brother sibling
     mother father mom mum dad parent parents grandmother grandfather aunt uncle cousin niece nephew friend
     boss deputy assistant colleague neighbour neighbor fiance fiancee girlfriend boyfriend team-mate""".split())
-_RELATIVE = re.compile(rf"(?:'s?|\b(?:his|her|their|its|our|your))\s+(?:[a-z-]+\s+)?({'|'.join(_RELATIVES)})\b"
-                       rf"|\b({'|'.join(_RELATIVES)})\s+of\b")
+_RELATIVE = re.compile(rf"(?:'s?|\b(?:his|her|their|its|our|your))\s+(?:[a-z-]+\s+)?({'|'.join(RELATIVES)})\b"
+                       rf"|\b({'|'.join(RELATIVES)})\s+of\b")
 _WHEN = re.compile(r"\b(?:from|starting|beginning|as of|effective)\s+(?:next|this|the coming|tomorrow|today|now)"
                    r"(?:\s+(?:week|month|year|quarter|season))?\b")
 # A subject holds several values of these at once: a new name is another fact, not a correction.
@@ -338,8 +417,8 @@ _DATE_WORD = re.compile(r"\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|januar
 
 def _kind(span: Span) -> str:
     """What sort of value: its sort alone says much of the attribute (a phone number, an e-mail, a time)."""
-    if _TIME.fullmatch(span.text):
-        return "time"
+    if _TIME.fullmatch(span.text) or _HOURS.fullmatch(span.text):
+        return "time"  # (or opening hours, "09:00-17:00")
     if "@" in span.text:
         return "email"
     if re.fullmatch(r"\+?\d[\d-]{5,}\d", span.text) and len(re.sub(r"\D", "", span.text)) >= 7:
@@ -471,11 +550,8 @@ _HEAD = re.compile(r"\s+(project|service|app|team|programme|program|initiative|p
 
 # ---------------------------------------------------------------------------------------- comparing
 
-# A name the sentence says is the old value: after "switched from", "replacing", "left", "traded her";
-# before "stepped down", "resigned", "was replaced".
-_GONE_BEFORE = re.compile(r"\b(?:(?:moved|switched|changed|upgraded|downgraded|migrated|transferred|relocated)"
-                          r"(?:\s+[a-z]+){0,2}\s+from|replacing|replaced|succeeding|succeeded|instead of|in place of"
-                          r"|left|quit|(?:traded|swapped|exchanged)(?:\s+(?:his|her|their|its|our|my|the))?)\s+$")
+# A name the sentence says is the old value: after "switched from" (facts.GONE_BEFORE); before "stepped down",
+# "resigned", "was replaced".
 _GONE_AFTER = re.compile(r"\s+(?:has\s+)?(?:stepped down|steps down|resigned|retired|departed|was replaced"
                          r"|was succeeded|left\b(?!\s+[a-z]))")
 
@@ -544,7 +620,7 @@ def _title_slot(r: Reading, value: Anchor, shared: set[str]) -> bool:
 
 def _superseded(r: Reading) -> set[str]:
     return {a.key for a in r.anchors
-            if _GONE_BEFORE.search(r.text[:a.start]) or _GONE_AFTER.match(r.text[a.end:])}
+            if GONE_BEFORE.search(r.text[:a.start]) or _GONE_AFTER.match(r.text[a.end:])}
 
 
 Verdict = Literal["duplicate", "child_update", "contradiction_fork", "separate", "unknown"]
@@ -714,6 +790,8 @@ SAME_RELATION = 0.74    # masked sentences this close state the same attribute (
 SAME_RELATION_TELLING = 0.30  # ... when the value is a phone number or an e-mail address: its sort tells the attribute
 _TELLING = ("phone", "email")
 # Which phone: one person has several numbers at once, one per line.
+# A person's number with no line said is their own phone: "mobile" / "a new number" is one line, "office" is another.
+_OWN_LINE = frozenset(stem(w) for w in "mobile cell cellphone personal direct".split())
 _LINE_WORDS = frozenset(stem(w) for w in "mobile cell cellphone office home work landline fax desk direct personal "
                                          "business switchboard".split())
 FAR = 0.50            # whole sentences further apart than this, in other words, are not one attribute
@@ -795,6 +873,9 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     if a.kind == "phone" and lines_old and lines_new and not lines_old & lines_new:  # "mobile" / "office line"
         return Aligned("separate", f"another line ({' '.join(sorted(lines_old))} / {' '.join(sorted(lines_new))})",
                        veto=True)
+    other_line = (lines_old | lines_new) - _OWN_LINE
+    if a.kind == "phone" and other_line and not (lines_old and lines_new):  # "office number" / "a new number"
+        return Aligned("separate", f"a line named on one side only ({' '.join(sorted(other_line))})")
     if a.unit and b.unit and _dimension(a.unit) != _dimension(b.unit):  # "8 engineers" / "3 designers"
         return Aligned("separate", f"another unit ({a.unit} / {b.unit})", veto="money" in (a.unit, b.unit))
     implied = (_PRICE_WORDS if a.unit == b.unit == "money" else frozenset()) \

@@ -62,6 +62,10 @@ _LEADS = (r"\b(?:leads|heads|runs|running)\b"
 _TEAM_NOUN = r"(?:team|squad|department|dept)\b"
 _NOT_TEAM = r"(?!\s+(?:the\s+)?§\s+" + _TEAM_NOUN + ")"  # "joined the § team" is no employer, "moved to" no home
 
+# "is a volunteer at", "is a board advisor at": a role somewhere that is no employment (one of many)
+_UNPAID = r"(?:volunteers?|members?|regulars?|students?|guests?|customers?|clients?|fans?|visitors?|patients?" \
+          r"|mentors?|advisors?|advisers?|donors?|subscribers?|trustees?)"
+
 _HELD = r"(?:subscriptions?|memberships?|accounts?|licen[cs]es?|season tickets?|passe?s?|cards?)\b"
 
 # Order matters only for naming: the first group two sentences share names their attribute.
@@ -85,7 +89,8 @@ RELATIONS: tuple[Relation, ...] = (
                       r"|\bmoved to\b" + _NOT_TEAM + r"|\brelocated to\b|\bsettled in\b|\bbased (?:in|out of)\b"),
     _rel("employer", r"\bwork(?:s|ed)? (?:at|for)\b|\bworking (?:at|for)\b|\bemployed (?:by|at)\b|\bemployer\b"
                      r"|\bjob (?:at|with)\b|\bemploys\b|\bhired\b|\bjoined\b" + _NOT_TEAM + r"|\bon the payroll of\b"
-                     r"|\bemployee (?:of|at)\b|\bis an? (?:[a-z-]+ ){1,2}at\b",
+                     r"|\bemployee (?:of|at)\b|\bwhere § works\b"
+                     r"|\bis an? (?!(?:[a-z-]+ )?" + _UNPAID + r"\b)(?:[a-z-]+ ){1,2}at\b",
          r"\bemploys\b|\bhired\b(?! by)"),
     _rel("lead", r"\blead\b|\bled by\b|\bheaded by\b|\bin charge of\b|\brun by\b|" + _LEADS, _LEADS),
     # "has a subscription to X", "holds a membership at X", "has an account with X": one held among many
@@ -107,8 +112,12 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("billing_plan", r"\bplan\b|\btier\b|\bsubscription\b|\bsubscribed to\b|\bsubscribes to\b|\bbilled on\b"
                          r"|\bupgraded to\b|\bdowngraded to\b"),
     _rel("owner", r"\bowned by\b|\bowns\b|\bparent company\b|\bsubsidiary of\b|\bacquired by\b|\bunit of\b"
-                  r"|\bowner(?:ship)?\b|\bbought by\b", r"\bowns\b"),
-    _rel("spouse", r"\bmarried to\b|\bwife\b|\bhusband\b|\bspouse\b"),
+                  r"|\bowner(?:ship)?\b|\bbought by\b|\b(?:bought|acquired|purchased|buys|acquires)\b",
+         r"\bowns\b|\b(?:bought|acquired|purchased|buys|acquires)\b(?! by)"),  # "Y bought X": X's owner is Y
+    # a life partner ("partners with", "a partner at" a firm: business)
+    _rel("spouse", r"\bmarried to\b|\bwife\b|\bhusband\b|\bspouse\b|\bpartner\b(?! (?:with|at|in)\b)"
+                   r"|\bin a relationship with\b|\bdating\b|\bengaged to\b|\b(?:girl|boy)friend\b"),
+    _rel("birthday", r"\bbirthday\b|\bborn on\b|\bdate of birth\b|\bbirth ?date\b", numeric=None, dated=True),
     _rel("mentor", r"\bmentor(?:s|ed by)?\b", r"\bmentors\b|\b(?:is|was|as) (?:a|an|the) mentor (?:for|to)\b"),
     _rel("coach", r"\bcoach(?:es|ed by)?\b|\btrained by\b|\btrainer\b", r"\bcoaches\b"),
     _rel("doctor", r"\bdoctor\b|\bphysician\b|\bgp\b|\bpatient of\b|\btreated by\b"),
@@ -139,7 +148,7 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("headcount", r"\bemployees\b|\bheadcount\b|\bworkforce\b|\bstaff\b|\bemploys\b|\bon (?:its|the) payroll\b"
                       r"|\bpeople work\b",
          numeric=True),
-    _rel("revenue", r"\brevenue\b|\bturnover\b|\bannual sales\b", numeric=True),
+    _rel("revenue", r"\brevenue\b|\bturnover\b|\bannual sales\b|\b(?:brings?|brought|bringing) in\b", numeric=True),
     _rel("price", r"\bcosts?\b|\bprice[ds]?\b|\bpriced at\b|\bsells for\b", numeric=True),
     _rel("valuation", r"\bvalued at\b|\bvaluation\b", numeric=True),
     _rel("age", r"\byears? old\b|\baged\b|\bturn(?:ed|s)\b(?= § *(?:[.!;,]|$|years?\b))", numeric=True),
@@ -166,7 +175,8 @@ _SAME_THING = {"movie": "film", "films": "film", "movies": "film", "novel": "boo
 
 # ----------------------------------------------------------------------------------------- names
 
-_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?(?!\d{4}-\d\d-\d\d\b)(?=(?:-?\d){7})\d{2,4}(?:-\d{2,6}){1,4}\b"
+_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\d\d:\d\d-\d\d:\d\d\b"  # (opening hours: one value)
+                    r"|\+?(?!\d{4}-\d\d-\d\d\b)(?=(?:-?\d){7})\d{2,4}(?:-\d{2,6}){1,4}\b"
                     r"|[$€£]?\d(?:[\d,.:]*\d)?(?:\s?(?:%|am|pm))?|[^\W\d_][\w'’-]*|\S")
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9}
 # Money after the number ("45 kroner", "20 dollars"): one word list for reading names, numbers and units.
@@ -193,10 +203,13 @@ _COMPANY_WORDS = frozenset("""inc ltd llc plc gmbh corp co group labs lab roboti
 # value ("a resident of X" lives in X).
 _OF_VALUE = re.compile(r"\b(?:resident|employee|subsidiary|member|citizen|part|out|native|graduate|fan|unit"
                        r"|student|staff|payroll|works?|working|worked|job)\s+(?:of|for)\s*$")
-_SUBJECT_MARK = re.compile(r"(?:\b(?:of|for|where)|\bhome to|\bat)\s*$")
-_PREDECESSOR = re.compile(r"\b(?:succeed(?:ed|s|ing)?|replac(?:ed|es|ing)|took over from|taking over from"
-                          r"|in place of|instead of|(?:moved|switched|changed|upgraded|downgraded) from(?: the)?"
-                          r"|left|quit)\s+$")
+_SUBJECT_MARK = re.compile(r"(?:\b(?:of|for|where|what)|\bhome to|\bat)\s*$")
+# A name the sentence says is the old value (a predecessor): after "switched from", "replacing", "left",
+# "traded her". One pattern for the lexicon (names masked) and the alignment (align.py, names kept).
+GONE_BEFORE = re.compile(r"\b(?:(?:moved|switched|changed|upgraded|downgraded|migrated|transferred|relocated)"
+                         r"(?:\s+[a-z]+){0,2}\s+from(?:\s+the)?|replac(?:ed|es|ing)|succeed(?:ed|s|ing)?"
+                         r"|t(?:ook|aking) over from|instead of|in place of|left|quit"
+                         r"|(?:traded|swapped|exchanged)(?:\s+(?:his|her|their|its|our|my|the))?)\s+$")
 # ("X is an engineer at Y" is no relative clause: a preposition ends the noun phrase.)
 _RELATIVE = re.compile(r"§\s+(?:is|was)\s+(?:the|a|an)\s+[a-z -]*[a-z](?<!\bat)(?<!\bin)(?<!\bof)(?<!\bfor)"
                        r"(?<!\bwith)(?<!\bon)(?<!\bby)(?<!\bthe)(?<!\ba)(?<!\ban)\s+§")
@@ -235,6 +248,8 @@ class Fact:
     period: frozenset[str] = frozenset()  # years the sentence names, but for "since 2020" and the like
     qualifiers: frozenset[str] = frozenset()  # the detail words but those describing the value ("a blue Volvo")
     inner: frozenset[str] = frozenset()       # names between the subject and the value ("... in Paris is ...")
+    thing: bool = False            # the subject is a thing both sentences name in lower-case words
+    changed: bool = False          # the sentence says the value changed ("now", "passed to", "took over")
 
 
 _NUMBER = re.compile(r"[$€£]?\s*(\d[\d,]*(?:\.\d+)?)\s*((?:thousand|million|billion|mn|bn|k|m|b)?)\.?"
@@ -292,6 +307,31 @@ def _is_name(tok: str) -> bool:
         or tok[:2].startswith("+") and tok[1:2].isdigit()
 
 
+# Words that are no brand when written in lower case as the subject of a sentence or a possessive.
+_NOT_BRANDS = frozenset("""today tomorrow yesterday tonight everyone everybody someone somebody nobody anyone
+    anybody one other others mom mum dad week month year""".split())
+
+
+def _lower_brand(toks: list[tuple[int, int, str]], i: int, text: str) -> bool:
+    """A name written in lower case ("tinyhat", "stripe") where the grammar says it is a name and the writer
+    uses capitals elsewhere: a possessive not after a determiner ("now tinyhat's chief executive"), or the
+    subject opening the sentence ("tinyhat is led by ...")."""
+    tok = toks[i][2]
+    low = tok.casefold().removesuffix("'s").removesuffix("’s")
+    if not tok[0].islower() or not low.isalpha() or low in _COMMON or low in _STOP or low in _NOT_BRANDS \
+            or low in _TITLES or not cased(text) or any(r.words.search(low) for r in RELATIONS):
+        return False  # ("rent is €900 at the Lisbon flat": a relation's word, no name)
+    if tok.endswith(("'s", "’s")):
+        before = toks[i - 1][2] if i else ""  # not "the Arden contract's": the head noun of a name
+        return not before or before[0].islower() and before not in _DETERMINER_WORDS
+    nxt = toks[i + 1][2].casefold() if i + 1 < len(toks) else ""
+    return i == 0 and nxt in {"is", "was", "has", "had"}
+
+
+_DETERMINER_WORDS = frozenset("the a an its his her their our my your this that these those every each no any "
+                              "some of".split())
+
+
 def names(text: str) -> tuple[Span, ...]:
     """The sentence's name and number spans, in order."""
     toks = [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
@@ -312,7 +352,8 @@ def names(text: str) -> tuple[Span, ...]:
         low = tok.casefold()
         nxt = toks[i + 1][2] if i + 1 < len(toks) else ""
         initial = i == 0 or toks[i - 1][2] in _SENTENCE_PUNCT
-        if _is_name(tok) and not (initial and (low in _COMMON or low in _TITLES)):
+        if _is_name(tok) and not (initial and (low in _COMMON or low in _TITLES)) \
+                or _lower_brand(toks, i, text):
             if initial and nxt[:1].islower() and nxt.casefold() in {"for", "of", "to", "in", "at"}:
                 close()  # "Home for Amara ..."
                 continue
@@ -336,7 +377,7 @@ def names(text: str) -> tuple[Span, ...]:
 
 def _tail_value(text: str) -> Span | None:
     """A value in lower case that ends the sentence after "is": "Emma's favourite colour is blue"."""
-    m = _TAIL.search(text) or (_TAIL_LOWER.search(text) if not _CAPITAL.search(text) else None)
+    m = _TAIL.search(text) or _FAVOURITE_LOWER.search(text) or (_TAIL_LOWER.search(text) if not cased(text) else None)
     if m is None or m.group(1).casefold() in _STOP:
         return None
     return Span(m.start(1), m.end(1), m.group(1), " ".join(m.group(1).casefold().split()), False, False)
@@ -345,11 +386,23 @@ def _tail_value(text: str) -> Span | None:
 # A sentence in lower case throughout ("greta holm lives in odense now"): its casing tells no name from a word,
 # so the words ending it after a preposition are its value too.
 _CAPITAL = re.compile(r"[A-Z]")
+
+
+def cased(text: str) -> bool:
+    """Does the writer use capitals (the "User" that `canonical` writes for "the user" / "I" aside)?"""
+    return _CAPITAL.search(text.replace("User", "")) is not None
+
+
+_WHEN_AFTER = r"(?:\s+(?:now|again|these days|nowadays|today|lately|anymore))?"
 _TAIL_LOWER = re.compile(r"\b(?:in|at|for|to|by|with)\s+(?:the\s+)?"
                          r"([a-z][\w-]*(?:\s+(?!now\b|again\b|too\b|today\b)[a-z][\w-]*)?)"
                          r"(?:\s+(?:now|again|these days|nowadays|today))?\s*[.!]?\s*$")
 _TAIL = re.compile(r"\b(?:is|are|remains|became|becomes)\s+(?:now\s+)?(?:the\s+|a\s+|an\s+)?"
-                   r"([a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s*[.!]?\s*$")
+                   r"([a-z][\w-]*(?:\s+(?!now\b|again\b|these\b|today\b|lately\b)[a-z][\w-]*)?)" + _WHEN_AFTER
+                   + r"\s*[.!]?\s*$")
+# "loves ramen more than any other food": a liking's object is its value, in whatever case.
+_FAVOURITE_LOWER = re.compile(r"\b(?:loves|likes|prefers|enjoys|adores)\s+([a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+"
+                              r"(?:more than any other|above all other|over any other|best of all)\b")
 
 
 def _is_time(text: str, sp: Span) -> bool:
@@ -420,13 +473,29 @@ def _project(text: str, own: tuple[Span, ...], other: tuple[Span, ...]) -> tuple
 
 _STOP = frozenset("""a an the is are was were be been being has have had of in on at to for by with as and or but
     its it his her their our this that which who whom whose now also currently still since from into than
-    any other more most very so then there here not no longer where these days update correction latest today
+    any other more most very so then there here not no longer where what these days update correction latest today
     nowadays lately recently anymore billing took over appointed named became becomes serves serving acts role
     position officially made make makes calls call pays paid likes love loves best all again just actually finally
-    passed""".split())
+    passed about around roughly approximately nearly almost circa""".split())
+
+
+# "X's wife works at Y": the wife holds the fact her verb states; "wife" names whose it is, not X's spouse.
+_SPOUSE_HOLDS = re.compile(r"§['’]s?\s+(?:(?:new|current|late)\s+)?(?:wife|husband|spouse|partner)\s+"
+                           r"(?:now\s+|also\s+|still\s+)?(?!(?:is|was|has|as|this|its|his|always|thus)\b)[a-z]+(?:s|ed)\b")
 
 
 def _relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int, str]]]:
+    """`_lexicon_relations`, less a spouse's word that says whose another relation is."""
+    rels, at, covered = _lexicon_relations(masked)
+    holds = _SPOUSE_HOLDS.search(masked)
+    if holds:  # (what the spouse does, "teaches at Y", is no relation of X's)
+        rels = [r for r in rels if r.name != "spouse"]
+        covered = [c for c in covered if c[2] != "spouse"]
+        at = min((start for start, _, name in covered if name == rels[0].name), default=-1) if rels else -1
+    return rels, at, covered
+
+
+def _lexicon_relations(masked: str) -> tuple[list[Relation], int, list[tuple[int, int, str]]]:
     """The lexicon groups the masked sentence fits, where the first one's words sit, and the
     character ranges of every relation word found. Without a lexicon group, a relational noun
     ("the mayor of X", "X's mayor") names the attribute by itself."""
@@ -472,7 +541,7 @@ _RELATIONAL_NOUN = re.compile(
     rf"(?:(?:mr|mrs|ms|mx|dr|prof)\s+)?§")
 # ("first", "second": an ordinal names another one: "X's first car" is not X's car.)
 _ADJECTIVES = frozenset("""new current former latest present acting interim all-time longtime long-time own
-    official main sole only""".split())
+    official main sole only annual yearly monthly weekly daily quarterly""".split())
 _MULTI_NOUNS = frozenset("""friend colleague neighbour neighbor client customer member child son daughter sibling
     brother sister cousin investor partner supplier fan student employee guest visitor""".split())
 _PAST = re.compile(r"\b(?:former|formerly|previous|previously|used to|ex-\w+|once"
@@ -525,7 +594,7 @@ _LINKING = frozenset("""moved switched located situated holds holding answers jo
     changed upgraded downgraded promoted elected stays staying sits living registered chose chosen picked
     selected succeeded succeeds replaced replacing given gets got received numbers totals runs held business
     operations left quit grew rose fell dropped increased decreased climbed shrank jumped went
-    become became becomes started starting began""".split())
+    become became becomes started starting began down up""".split())
 _AUXILIARIES = frozenset("does do did doesn't don't didn't will would can could may might should must shall "
                          "isn't wasn't used".split())
 
@@ -574,7 +643,31 @@ def extract(text: str, other: str | None = None) -> Fact | None:
     text = canonical(text)
     if other is None or len(_names(text)) >= 2:
         return _extract(text, ())
-    return _extract(text, _names(canonical(other)))
+    other = canonical(other)
+    return _extract(text, _names(other) + _shared_things(text, other))
+
+
+# Words that say a value changed: a thing named in lower-case words is only corrected when it is said to change.
+_CHANGED = re.compile(r"\b(?:now|passed|handed|transferred|took over|taken over|moved|changed|switched|new|no longer"
+                      r"|anymore|since|replac\w+|succeed\w*)\b")
+_THING = re.compile(r"\bthe ([a-z][a-z-]+ [a-z][a-z-]+)(?: ([a-z][a-z-]+))?\b")
+
+
+def _things(text: str) -> set[str]:
+    """Every "the" + two or three lower-case words ("the payments roadmap", "the payments roadmap passed")."""
+    return {t for m in _THING.finditer(text) for t in (m.group(1), f"{m.group(1)} {m.group(2)}" if m.group(2) else "")
+            if t}
+
+
+@lru_cache(maxsize=16384)
+def _shared_things(text: str, other: str) -> tuple[Span, ...]:
+    """A thing named in lower-case words, "the" and the same two or three nouns in both sentences ("the
+    payments roadmap"): as good as a shared name. Not when a word of it is a relation's or a grammar word."""
+    found = {t for t in _things(text) & _things(other)
+             if not any(w in _STOP or w in _COMMON or w in _LINKING for w in t.split())
+             and not any(r.words.search(t) for r in RELATIONS) and not _FAVOURITE.search(t)}
+    longest = [t for t in found if not any(t != u and t in u for u in found)]  # "the mobile release checklist"
+    return tuple(Span(0, 0, t, t, False, False) for t in sorted(longest))
 
 
 @lru_cache(maxsize=16384)
@@ -608,7 +701,7 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
         if not rels:
             return None
     # The two names nearest the relation's words, in sentence order; not a predecessor ("replacing X").
-    eligible = [i for i in range(len(spans)) if not _PREDECESSOR.search(masked[:pos[i]])]
+    eligible = [i for i in range(len(spans)) if not GONE_BEFORE.search(masked[:pos[i]])]
     if len(eligible) < 2:
         return None
     nearest = sorted(sorted(eligible, key=lambda i: abs(pos[i] - at))[:2])
@@ -669,10 +762,12 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
                 relations=frozenset(r.name for r in rels), value=value.text, subject_key=subject_key,
                 value_key=value_key(value.text), negated=_NEGATION.search(masked) is not None,
                 past=_PAST.search(masked, 0, limit) is not None,
-                tail=value is tail and _CAPITAL.search(text) is not None,  # (all lower case: casing tells nothing)
+                tail=value is tail and cased(text),  # (all lower case: casing tells nothing)
                 loose=loose, others=others,
                 detail=detail, period=frozenset(_PERIOD.findall(text)), qualifiers=qualifiers, inner=inner,
-                lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"))
+                lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"),
+                thing=any(sp.start == sp.end == 0 and sp.key == subject.key for sp in other_names),
+                changed=_CHANGED.search(masked) is not None)
 
 
 def keyable(fact: Fact | None) -> TypeGuard[Fact]:
@@ -702,6 +797,8 @@ def shared_relation(a: Fact, b: Fact) -> str | None:
     both = a.relations & b.relations
     if not both:
         return None
+    if a.relation == b.relation and a.relation in both:
+        return a.relation  # "based in", said of a person by both: a home (as `_name` chose), not a head office
     order = [r.name for r in RELATIONS]
     return min(both, key=lambda n: order.index(n) if n in order else -1)
 
@@ -720,7 +817,9 @@ def compare(old: Fact, new: Fact) -> Verdict:
         return "child_update" if same and len(new.detail - old.detail) >= 2 else "unknown"
     if old.subject_key != new.subject_key:
         return "separate"  # another subject (twins, sister companies, a manager chain)
-    if old.tail != new.tail:
+    if (old.thing or new.thing) and old.value_key != new.value_key and not (old.changed or new.changed):
+        return "separate"  # "Tom owns the payments roadmap" / "Ana owns the payments roadmap": maybe both do
+    if old.tail != new.tail and not (shared_relation(old, new) or "").startswith("favourite_"):
         return "separate"  # "Tom's car is red" says nothing about "Tom drives a Toyota"
     if old.past or new.past:
         return "duplicate" if old.value_key == new.value_key and old.past == new.past else "separate"
@@ -732,6 +831,8 @@ def compare(old: Fact, new: Fact) -> Verdict:
         return "duplicate"
     if shared_relation(old, new) in _MULTI or old.negated or new.negated:
         return "separate"  # a second showroom is not a moved one
+    if shared_relation(old, new) == "spouse" and new.subject_key.split()[-1] in _COMPANY_WORDS:
+        return "separate"  # "Arden Labs' partner is ...": a company has business partners, many at once
     if new.inner - old.inner - {old.value_key, name_key(old.value)}:
         return "separate"  # a narrower fact: "X's favourite restaurant in Paris is ..."
     if currency(old.value) and currency(new.value) and currency(old.value) != currency(new.value):

@@ -14,9 +14,13 @@ invalidations): a contradiction_fork becomes a new_branch when the model's confi
 target's (a name twin, a sister company), or when the value it names is already in the target
 (the same value under another attribute is not a correction), when the old value it names is not in
 the target or is the new value (a small model "corrects" a value the target never stated), or when the
-new sentence says outright that it adds a value ("also", "another"). A duplicate whose subject names are
-not in the target is a new branch too: refusing it would lose a fact. Both stay live instead, and
-the read-time safety net and an admin replay can still resolve them.
+new sentence says outright that it adds a value ("also", "another"), or when the old value it names is
+the subject ("X mentors Y" read as a correction of "Y mentors X"). A duplicate whose subject names are
+not in the target is a new branch too: refusing it would lose a fact. A correction or a repeat is also
+refused when the two sentences, read by the model's own subject and values, state other attributes
+(their masked relation phrases are far apart: "X's birthday dinner is booked at Y" / "X is learning
+to play the Y"), and, rules first, when it names a neighbour the rules read for sure as a separate
+fact. Both stay live instead, and the read-time safety net and an admin replay can still resolve them.
 
 Other HTTP errors (401, 400, 404...) are not retried: asking again will not help.
 
@@ -50,7 +54,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ConfigurationError, ValidatorError
 from . import prompts
-from .align import canonical, compare_aligned, read, relation_similarity
+from .align import _CHANGE, _STOP, canonical, compare_aligned, read, relation_similarity
 from .facts import RELATIONS, compare, extract
 from .rules import RuleValidator, with_text_keys
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
@@ -58,6 +62,12 @@ from .validator import Candidate, Decision, IncomingWrite, normalise, words
 # Below this confidence a contradiction_fork is not applied. A starting point, not calibrated against
 # the real model yet: calibrate it on the tune split only (fabric bench validators --llm --split tune).
 MIN_FORK_CONFIDENCE = 0.6
+# A change the model names (a correction, a repeat) must be between sentences that state one attribute:
+# with the subject and the two values it names masked, the two relation phrases' embeddings at least
+# this close. "X's birthday dinner is booked at Y" / "X is learning to play the Y": 0.30; "X drives Y" /
+# "X keeps Y at home": 0.46; "X lives in Y" / "home for X is Y": 0.57; "Y is the chief executive of X" /
+# "X is led by CEO Y": 0.74 (all-MiniLM-L6-v2; from the few-shot examples and the stream's misses).
+MIN_RELATION_SIMILARITY = 0.5
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +149,7 @@ class LLMValidator:
                  backoff: float = 0.25, max_backoff: float = 2.0, max_retry_after: float = 5.0,
                  max_tokens: int = 256, client: openai.OpenAI | None = None,
                  min_fork_confidence: float = MIN_FORK_CONFIDENCE, rules: RuleValidator | None = None,
-                 near_similarity: float = 0.55):
+                 near_similarity: float = 0.55, min_relation_similarity: float = MIN_RELATION_SIMILARITY):
         if max_attempts < 1:
             raise ConfigurationError(f"llm_max_attempts must be at least 1, got {max_attempts}")
         self.model = model
@@ -151,6 +161,7 @@ class LLMValidator:
         self.max_retry_after = max_retry_after
         self.max_tokens = max_tokens
         self.min_fork_confidence = min_fork_confidence
+        self.min_relation_similarity = min_relation_similarity
         self.rules = rules  # asked first; None: the model decides every write
         self.near_similarity = near_similarity
         # max_retries=0: the client must not retry behind our back (one retry layer).
@@ -302,7 +313,8 @@ class LLMValidator:
         # a keyed write is about its own key; a text-only one about what the model read in it
         said = (write.subject, write.value) if write.keyed else (_clean(ans.subject), _clean(ans.value))
         doubt = self._doubt(kind, confidence, *said, target, write.content, _clean(ans.target_value),
-                            write.keyed)
+                            write.keyed) or self._separate(write, kind, target) or self._other_attribute(
+            write, kind, target, _clean(ans.subject), _clean(ans.value), _clean(ans.target_value))
         if doubt:
             log.info("llm decision not applied", extra={"action": "llm_unsure", "write_id": str(write.id),
                                                         "decision": kind, "doubt": doubt})
@@ -348,10 +360,45 @@ class LLMValidator:
             return "no old value named"
         if value and normalise(value) == normalise(target_value):
             return f"the old value it names is the new one ({value!r}): not a changed value"
+        if subject and normalise(subject) == normalise(target_value):
+            return f"the old value it names is the subject ({subject!r}): the roles, not a value, changed"
         if not _stated_in(target_value, target.content):
             return f"the old value it names ({target_value!r}) is not in the target"
         if read(content).also and not read(target.content).also:
             return "the new memory adds a value outright (also / another): it replaces none"
+        return None
+
+    def _other_attribute(self, write: IncomingWrite, kind: str, target: Candidate | None, subject: str | None,
+                         value: str | None, target_value: str | None) -> str | None:
+        """Why a correction or a repeat the model names is not applied: the two sentences, read by the
+        model's own subject and values, state other attributes (the model "corrects" where a person's
+        birthday dinner is booked with the instrument they are learning). Without the model's values in
+        the sentences there is no reading to check (a keyed write is about its own key)."""
+        if target is None or kind not in ("contradiction_fork", "duplicate") or write.keyed:
+            return None
+        if kind == "duplicate":
+            target_value = target_value or value
+        if not (subject and value and target_value):
+            return None
+        old, new = relation_phrase(target.content, subject, target_value), relation_phrase(write.content, subject,
+                                                                                            value)
+        if old is None or new is None:
+            return None
+        similarity = relation_similarity(old, new)
+        if similarity < self.min_relation_similarity:
+            return (f"another attribute: {old!r} / {new!r} (relation similarity {similarity:.2f} < "
+                    f"{self.min_relation_similarity:.2f})")
+        return None
+
+    def _separate(self, write: IncomingWrite, kind: str, target: Candidate | None) -> str | None:
+        """Why a change the model names between the write and its target is not applied: the rules read
+        the two sentences as separate facts (another attribute or another subject, by the lexicon or the
+        names), which the model does not overrule. A "separate" that is only the alignment's threshold on a
+        reworded relation (`borderline`) is the model's to settle. A keyed write is about its own key."""
+        if self.rules is None or target is None or kind == "new_branch" or write.keyed:
+            return None  # (the model alone decides every pair: nothing read by the rules to hold it to)
+        if self.rules.verdict(write, target) == "separate" and not borderline(write, target):
+            return "the rules read the two sentences as separate facts (another attribute or subject)"
         return None
 
 
@@ -422,6 +469,24 @@ def canonical_relation(relation: str, candidates: Sequence[Candidate] = ()) -> s
         if r.name == snake or r.words.fullmatch(spaced):
             return r.name
     return snake[:200] or relation
+
+
+def relation_phrase(text: str, subject: str, value: str) -> str | None:
+    """The sentence's relation in its content words, with the subject as X and the value as Y ("X
+    birthday dinner booked Y"); None when the value or the subject is not in it (a value the model
+    worked out, "an hour later": nothing to read). Numbers and times compare as written by `canonical`."""
+    text = f" {normalise(canonical(text))} "
+    for part, mark in ((value, "Y"), (subject, "X")):
+        whole = normalise(canonical(part))
+        if whole and f" {whole} " in text:
+            text = text.replace(f" {whole} ", f" {mark} ")
+            continue
+        telling = [w for w in whole.split() if w not in _STOP and len(w) > 1]
+        if not telling or not all(f" {w} " in text for w in telling):
+            return None
+        for w in telling:
+            text = text.replace(f" {w} ", f" {mark} ")
+    return " ".join(w for w in text.split() if w not in _STOP and w not in _CHANGE)
 
 
 _NAME = re.compile(r"\b[A-Z][\w'&.-]*")

@@ -35,8 +35,10 @@ from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Any, Sequence
 
-from .align import Aligned, clauses, compare_aligned, read, relation_similarity, single_key
-from .states import state
+from . import attributes
+from .align import RELATIVES, Aligned, canonical, clauses, compare_aligned, read, relation_similarity, single_key
+from .attributes import unread
+from .states import state, title
 from .facts import RELATIONS, Fact, _numeric, compare, extract, keyable, shared_relation, value_key
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
 
@@ -250,25 +252,43 @@ class RuleValidator:
         if was and now and was.attribute == now.attribute and was.value != now.value \
                 and (was.lower_case or now.lower_case):  # "Jonas Pike moved to Bergen": the lexicon's
             qualified = was.qualifier and now.qualifier and was.qualifier != now.qualifier  # "in the morning"
-            if (was.read and now.read and was.subject == now.subject and not qualified and not negates(c.content)
-                    and not negates(write.content) and not read(write.content, c.content).also):
-                return "contradiction_fork", Statement(was.subject, was.attribute, was.value, now.value,
-                                                       "a state in words", False)
+            if (was.read and now.read and was.subject == now.subject and not qualified
+                    and not (negates(c.content) and not was.chosen) and not (negates(write.content) and not now.chosen)
+                    and not read(write.content, c.content).also):
+                return "contradiction_fork", Statement(spelled(write.content, now.subject), now.attribute, was.value,
+                                                       now.value, "a state in words", True)
             return "separate", None  # another holder ("her sister is vegan"), a noun ("vegan cakes"), "not"
+        held, holds = title(canonical(c.content)), title(canonical(write.content))
+        if held and holds and held.subject == holds.subject and (held.org == holds.org or not held.org
+                                                                 or not holds.org):
+            if held.title != holds.title:  # "head of data at Monzo" -> "Monzo made her its VP of Analytics"
+                return "contradiction_fork", Statement(holds.written, "job_title", held.title, holds.title,
+                                                       "a job title", True)
+            if held.org == holds.org:
+                return "duplicate", Statement(holds.written, "job_title", held.title, holds.title, "a job title",
+                                              True)
         new, old = extract(write.content, c.content), extract(c.content, write.content)
         verdict = compare(old, new) if new is not None and old is not None else "unknown"
         if verdict == "separate":
             return verdict, None
         aligned = compare_aligned(c.content, write.content, relation_similarity, c.similarity)
         if verdict != "unknown" and new is not None and old is not None:  # (the lexicon read both)
-            if verdict == "contradiction_fork" and aligned.veto and not _relative_is_relation(c.content, write.content,
-                                                                                            old, new):
-                return "separate", None
+            if aligned.veto and (verdict == "contradiction_fork" or _POSSESSED_RELATIVE.search(c.content + " " +
+                                                                                           write.content)) \
+                    and not _relative_is_relation(c.content, write.content, old, new):
+                return "separate", None  # (a duplicate too: "X's wife works at Y" repeats nothing of "X works at Y")
             if verdict == "contradiction_fork" and read(write.content, c.content).also:
                 return "separate", None  # "X also joined the Search team": one more value, said outright
             if verdict == "duplicate" and adds_detail(c.content, write.content):
                 verdict = "child_update"  # ", for its soundtrack": one detail word, in a clause of its own
             return verdict, Statement.from_facts(old, new)
+        if verdict == "unknown" and unread(aligned):  # no shared relation read, no reason seen to separate
+            same = attributes.compare(c.content, write.content)
+            if same is not None:
+                kind = "child_update" if same.verdict == "duplicate" and adds_detail(c.content, write.content) \
+                    else same.verdict
+                return kind, Statement(same.subject, same.attribute, same.old_value, same.new_value, same.why,
+                                               True)
         return aligned.verdict, Statement.from_alignment(aligned, c)
 
     def _by_key(self, write: IncomingWrite, new_words: list[str], keyed: Sequence[Candidate]) -> Decision | None:
@@ -315,6 +335,10 @@ class RuleValidator:
             return Decision("duplicate", c.id, f"paraphrase (similarity {c.similarity:.2f}, same names and numbers)",
                             0.7, self.name)
         return None
+
+
+# "X's wife", "X's son": a relative who holds the fact (not "lives there with his partner": a detail)
+_POSSESSED_RELATIVE = re.compile(r"['’]s\s+(?:[a-z-]+\s+)?(?:" + "|".join(sorted(RELATIVES)) + r")\b")
 
 
 def _relative_is_relation(old_text: str, new_text: str, old: Fact, new: Fact) -> bool:
@@ -379,6 +403,22 @@ def canonical_key(fact: Fact, near: Candidate | None, relation: str, *, spelled:
     return spelled or fact.subject, relation
 
 
+def spelled(text: str, words_: str) -> str:
+    """The words as the text writes them ("nikhil rao" -> "Nikhil Rao"), or the words."""
+    m = re.search(r"\b" + r"\W+".join(map(re.escape, words_.split())) + r"\b", canonical(text), re.IGNORECASE)
+    return m.group() if m else words_
+
+
+def state_key(text: str) -> tuple[str, str, str] | None:
+    """The key a sentence's state or job title gives (subject, attribute, value), when it tells one of its
+    subject alone, now ("Nikhil Rao went fully vegan" -> (Nikhil Rao, diet, vegan))."""
+    now = state(text)
+    if now is not None and now.read and now.lower_case and (now.chosen or not negates(text)):
+        return spelled(text, now.subject), now.attribute, now.value
+    held = title(canonical(text))
+    return (held.written, "job_title", held.title) if held else None
+
+
 def with_text_keys(write: IncomingWrite, decision: Decision, candidates: Sequence[Candidate]) -> Decision:
     """A text-only write placed in the tree as a fact of its own (a new branch, a correction) gets the key
     its sentence states, when it reads one. A refinement does not: its parent holds the key."""
@@ -387,8 +427,8 @@ def with_text_keys(write: IncomingWrite, decision: Decision, candidates: Sequenc
     target = next((c for c in candidates if c.id == decision.target_id), None)
     fact = extract(write.content, target.content if target else None)
     if fact is None or fact.loose and not (fact.lexical or fact.negated or fact.past):
-        # outside the lexicon: a key only where the grammar marks the subject
-        key = single_key(write.content)
+        # outside the lexicon: a state or a job title in words, else a key only where the grammar marks the subject
+        key = state_key(write.content) or single_key(write.content)
         return replace(decision, subject=key[0], relation=key[1], value=key[2]) if key else decision
     if not keyable(fact):
         return decision

@@ -143,13 +143,17 @@ def pregate(write: IncomingWrite, candidates: Sequence[Candidate], *, near_simil
 def states_same_attribute(write: IncomingWrite, c: Candidate) -> bool:
     """Does a text-only write state the same attribute of the same subject as a neighbour, however far
     apart their embeddings ("Ada Moreau reports to Jonathan Hale" / "Ada Moreau's manager is Priya Nair")?"""
+    from .align import canonical
     from .facts import extract, shared_relation
-    from .states import state
+    from .states import state, title
 
     if write.keyed:
         return False
     was, now = state(c.content), state(write.content)  # "the user is vegan" / "the user is pescatarian now"
     if was and now and was.read and now.read and was.attribute == now.attribute and was.subject == now.subject:
+        return True
+    held, holds = title(canonical(c.content)), title(canonical(write.content))  # a job title in other words
+    if held and holds and held.subject == holds.subject:
         return True
     new, old = extract(write.content, c.content), extract(c.content, write.content)
     return new is not None and old is not None and not (new.loose or old.loose) \

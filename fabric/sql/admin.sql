@@ -237,3 +237,12 @@ JOIN pg_am a ON a.oid = c.relam
 WHERE n.nspname = 'fabric' AND a.amname = 'hnsw' AND i.indpred IS NOT NULL
   AND c.relname ~ '^ix_(current_embeddings|memories)_embedding_org_[0-9a-f]{16}$'
 ORDER BY c.relname
+
+-- name: memory_ids_from
+-- Memory ids of the org in [lo, hi]: the ids a short form (the CLI tables' first 8 characters) stands for.
+SELECT id FROM fabric.memories WHERE org = %(org)s AND id BETWEEN %(lo)s AND %(hi)s ORDER BY id LIMIT 2
+
+-- name: decision_ids_from
+-- Decision ids in [lo, hi], of the org or (org NULL) of any.
+SELECT id FROM fabric.decisions
+WHERE (%(org)s::text IS NULL OR org = %(org)s) AND id BETWEEN %(lo)s AND %(hi)s ORDER BY id LIMIT 2

@@ -13,6 +13,7 @@ from rq import Queue
 from .. import metrics
 from .. import queue as fq
 from ..config import Settings
+from ..errors import QueueError
 from ..sql import q
 
 log = logging.getLogger(__name__)
@@ -25,7 +26,10 @@ def reconcile(pool: ConnectionPool[Any], conn: redis.Redis, queue: Queue, settin
         rows = pg.execute(q("pending_for_reconcile"), {"grace": grace, "limit": limit}).fetchall()
     if not rows:
         return 0
-    lost = fq.jobs_needing_enqueue(conn, [r["job_id"] for r in rows])
+    try:
+        lost = fq.jobs_needing_enqueue(conn, [r["job_id"] for r in rows])
+    except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+        raise QueueError(f"cannot reach Redis to check placement jobs: {exc}") from exc
     by_org: dict[str, list[str]] = {}
     for r in rows:
         if r["job_id"] is None or r["job_id"] in lost:

@@ -29,7 +29,7 @@ def revert(conn: Conn, embed: Embed, decision_id: uuid.UUID, *, org: str | None,
         else:
             d = conn.execute(q("get_decision"), {"org": org, "id": decision_id}).fetchone()
         if d is None:
-            raise NotFound("decision", decision_id, org or "any")
+            raise NotFound("decision", decision_id, org)
         org = d["org"]
         if d["action"] not in ("place", "replay"):
             raise FabricError(f"decision {decision_id} is a {d['action']}; only placements can be reverted")

@@ -8,15 +8,15 @@ its ingest phase (42 pending pages), 0.46 ms for a term matching 2 rows against 
 was merged; at the 4 MB limit (512 pages) that is several milliseconds per term, on every search of a
 store that is being written to. A 64 kB list keeps inserts batched and bounds what a scan reads.
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 Create Date: 2026-12-01
 """
 
 from alembic import op
 
-revision = "0008"
-down_revision = "0007"
+revision = "0009"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 

@@ -108,3 +108,59 @@ def test_cheap_once_warm():
 def test_a_hypothetical_corrects_nothing(rules, embedder):
     d, _ = decide(rules, embedder, "I live in Porto.", "I might move to Galway next year.")
     assert d.kind == "new_branch", d.reason
+
+
+# ----------------------------------------------------------------------------------------- keys for one sentence
+
+# Sentences the word lists key nothing in: the classifier names the attribute and the subject.
+KEYED = [
+    ("Call Marit Olsson on 555-0143.", ("Marit Olsson", "phone", "555-0143")),
+    ("Marit Olsson picks up at 555-0143.", ("Marit Olsson", "phone", "555-0143")),
+    ("Marit Olsson teaches at Ostvik College.", ("Marit Olsson", "employer", "Ostvik College")),
+]
+
+# Guards and readings that must key nothing.
+UNKEYED = [
+    "Marit Olsson might teach at Ostvik College next year.",   # hypothetical
+    "Marit Olsson no longer teaches at Ostvik College.",       # negation
+    "Marit Olsson used to teach at Ostvik College.",           # the past
+    "Marit Olsson also teaches at Ostvik College.",            # one more value
+    "Marit Olsson's brother teaches at Ostvik College.",       # a relative holds it
+    "Marit Olsson interviewed at Ostvik College.",             # an event, read backwards as an employer
+    "Marit Olsson speaks Norwegian.",                          # many values
+    "Marit Olsson met Jonas Lund in Bergen.",                  # two values
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), KEYED)
+def test_a_sentence_the_lexicon_cannot_read_gets_a_key(rules, embedder, text, expected):
+    d, _ = decide(rules, embedder, "The Ostvik ferry leaves at noon.", text)
+    assert d.kind == "new_branch", d.reason
+    assert (d.subject, d.relation, d.value) == expected
+
+
+def test_each_name_is_tried_as_the_subject():
+    """The subject is the name the sentence reads as one single-valued attribute of; the other way round
+    it reads as the inverse (the firm's employees, of many values)."""
+    assert attributes.key("Norvik Shipping hired Marit Olsson.") == ("Marit Olsson", "employer", "Norvik Shipping")
+    assert attributes.key("Jonas Lund manages me.") == ("User", "manager", "Jonas Lund")
+
+
+@pytest.mark.parametrize("text", UNKEYED)
+def test_no_key_under_the_guards(text):
+    assert attributes.key(text) is None
+
+
+@pytest.mark.parametrize("text", [
+    "Marit Olsson works at Norvik Shipping.", "Marit Olsson reports to Jonas Lund.",
+    "Marit Olsson is married to Jonas Lund.", "Marit Olsson earns $70,000 a year.",
+    "Norvik Shipping is led by Jonas Lund.", "Norvik Shipping is on the Growth plan.",
+    "Norvik Shipping has 800 employees.", "Jonas Lund is the CFO of Norvik Shipping.",
+])
+def test_the_key_is_named_as_the_lexicon_names_it(text):
+    """A classifier key and a lexicon key (or a caller's key in the lexicon's names) for one fact meet."""
+    from fabric.placement.facts import extract, value_key
+
+    fact, found = extract(text), attributes.key(text)
+    assert fact is not None and found is not None
+    assert (found[0], found[1], value_key(found[2])) == (fact.subject, fact.relation, fact.value_key)

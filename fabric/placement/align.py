@@ -867,6 +867,10 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     if len(lost) > 1 or len(gained) > 1:
         return Aligned("separate", "more than one name changed")
     a, b = lost[0], gained[0]
+    if a.kind == b.kind == "time" and len(b.key.split()) == 4 and b.key.split()[:2] == a.key.split():
+        # "opens at 9 am" / "opens at 9 am and closes at 6 pm": hours ("09 00 18 00") that start at the old time
+        return Aligned("child_update", "the closing time added to the opening time", subject_text,
+                       relation=relation_name(old, shared))
     if a.kind != b.kind:
         return Aligned("separate", f"a {a.kind} became a {b.kind}")
     lines_old, lines_new = _LINE_WORDS & set(old.words), _LINE_WORDS & set(new.words)

@@ -386,6 +386,56 @@ def _compare(old: Reading, new: Reading, old_text: str, new_text: str) -> Same |
     return None
 
 
+# ----------------------------------------------------------------------------------------- keying one sentence
+
+# Attributes whose name the lexicon spells per kind of thing ("favourite_band", "favourite_cafe"): one name here
+# would not meet a keyed write or the lexicon's key for the same fact, so they key nothing.
+_NO_KEY = frozenset({"favourite_music", "favourite_place"})
+
+
+def key(text: str) -> tuple[str, str, str] | None:
+    """The (subject, attribute, value) one sentence states, by meaning, when the word lists read none: each
+    name tried as the subject ("KPMG hired Rose Baker": Rose Baker / employer / KPMG; as KPMG it reads as
+    KPMG's employees, of many values). Only one subject may read as a single-valued attribute with the
+    margin (a frame the model reads both ways names no subject), with one value, and none of compare's
+    guards (a negation, a relative, "also" / many values, the past, a hypothetical)."""
+    if _told_as_past(canonical(text)) or _HYPOTHETICAL.search(text):
+        return None
+    narrow = _dated(read(text))
+    found = _key(narrow, text)
+    if found is None:  # a leading capital the alignment took for grammar may be a name ("KPMG hired ...")
+        wide = _dated(read(text, text))
+        if wide.anchors != narrow.anchors:
+            found = _key(wide, text)
+    return found
+
+
+def _key(r: Reading, text: str) -> tuple[str, str, str] | None:
+    if r.negated or r.relatives or r.also or r.many:  # (an event: the classifier's own decoy, of many values)
+        return None
+    values = [a for a in r.anchors if not (a.kind == "date" or _YEAR.fullmatch(a.key))]
+    if len(values) != 2:  # one subject and one value ("started there in May": when, not what)
+        return None
+    r = replace(r, anchors=tuple(values))
+    t = canonical(text)
+    read_as = [(subject, value, classify_frame(frame(r, subject.key), value.kind).attribute if subject.kind == "name"
+                else None) for subject, value in ((values[0], values[1]), (values[1], values[0]))]
+    single = [(s, v, a) for s, v, a in read_as if a is not None and not a.multi]
+    if len(single) != 1 or single[0][2].name in _NO_KEY:
+        return None
+    subject, value, attribute = single[0]
+    other = next(a for s, _, a in read_as if s is not subject)
+    # The other way round, the sentence may read as the inverse ("KPMG hired Rose Baker": KPMG's employees);
+    # as anything else, the model read the frame backwards ("Rose Baker interviewed at Google": an event of
+    # hers, not Google's employer).
+    if other is not None and _INVERSE.get(attribute.name) != other.name:
+        return None
+    return t[subject.start:subject.end], attribute.name, t[value.start:value.end]
+
+
+_INVERSE = {"employer": "employees", "manager": "reports", "ceo": "ceo_of", "owner": "holdings"}
+
+
 # The alignment's outcomes that say only that it could not read one relation in both sentences (not that it saw
 # another subject, a relative, a unit, a qualifier, a negation, many values or the past). "No shared name" and
 # "more than one name changed" are here because compare itself asks for one shared subject and one value a side

@@ -427,8 +427,9 @@ def with_text_keys(write: IncomingWrite, decision: Decision, candidates: Sequenc
     target = next((c for c in candidates if c.id == decision.target_id), None)
     fact = extract(write.content, target.content if target else None)
     if fact is None or fact.loose and not (fact.lexical or fact.negated or fact.past):
-        # outside the lexicon: a state or a job title in words, else a key only where the grammar marks the subject
-        key = state_key(write.content) or single_key(write.content)
+        # outside the lexicon: a state or a job title in words, a key only where the grammar marks the subject,
+        # else the attribute the sentence means (attributes.key: the names other wordings of it get)
+        key = state_key(write.content) or single_key(write.content) or attributes.key(write.content)
         return replace(decision, subject=key[0], relation=key[1], value=key[2]) if key else decision
     if not keyable(fact):
         return decision

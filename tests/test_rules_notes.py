@@ -149,6 +149,7 @@ def test_a_switch_replaces_the_tool(rules, embedder, old, new):
     ("we use Postgres", "we use Redis"),                    # many tools at once
     ("Our team uses Slack for chat.", "Our team uses Notion for documentation."),
     ("we use Postgres", "we switched to Linear"),           # another kind of tool
+    ("we use Postgres", "we switched to Fly.io"),           # a tool of no known kind: which one it replaced is a guess
     ("we use Postgres", "we now use Redis too"),
     ("Atlas uses Postgres.", "Orion migrated to MySQL."),   # another project
     ("we use Postgres", "We moved to Lisbon."),             # a move of home, no tool

@@ -877,9 +877,10 @@ def compare(old: Fact, new: Fact) -> Verdict:
             and not (old.negated or new.negated):
         return "contradiction_fork"  # "uses Node 18" -> "uses Node 20": the same tool, another version
     if shared_relation(old, new) == "uses" and new.replaces and not (old.negated or new.negated) \
-            and (tool_kind(old.value) is None or tool_kind(new.value) is None
-                 or tool_kind(old.value) == tool_kind(new.value)):
-        return "contradiction_fork"  # "we use Postgres" -> "we switched to MySQL": one tool replaced
+            and tool_kind(old.value) is not None and tool_kind(old.value) == tool_kind(new.value):
+        # "we use Postgres" -> "we switched to MySQL": one tool replaced by another of its kind. A tool of
+        # no known kind replaces nothing: which one it replaced is a guess, and a wrong guess invalidates.
+        return "contradiction_fork"
     if shared_relation(old, new) in _MULTI or old.negated or new.negated:
         return "separate"  # a second showroom is not a moved one
     if shared_relation(old, new) == "spouse" and new.subject_key.split()[-1] in _COMPANY_WORDS:

@@ -127,7 +127,9 @@ def build_metadata(dim: int = 384) -> MetaData:
         Index("ix_memories_org_subject_pattern", "org", "subject", postgresql_ops={"subject": "text_pattern_ops"},
               postgresql_where=text("subject IS NOT NULL")),
         # Migration 0006: the org first, so a term's scan is intersected with the org inside the index.
-        Index("ix_memories_search_text", text("(ARRAY[org])"), "search_text", postgresql_using="gin"),
+        # Migration 0009: a 64 kB pending list, which every scan of the index reads first.
+        Index("ix_memories_search_text", text("(ARRAY[org])"), "search_text", postgresql_using="gin",
+              postgresql_with={"gin_pending_list_limit": 64}),
         Index("ix_memories_embedding_hnsw", "embedding", postgresql_using="hnsw",
               postgresql_with={"m": 16, "ef_construction": 64},
               postgresql_ops={"embedding": "vector_cosine_ops"}),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import datetime, timezone
 
@@ -11,7 +12,8 @@ from pgvector.psycopg import register_vector
 
 from fabric.bench.retrieval import Row, bulk_load, generate
 from fabric.errors import ValidationError
-from fabric.read.search import SEARCH_SQL, named_words, search, search_params, session_settings
+from fabric.read.search import (SEARCH_SQL, generic_statement, named_words, raw_params, search, search_params,
+                                session_settings)
 from fabric.types import utcnow
 
 
@@ -123,6 +125,20 @@ def test_named_words():
 
 
 # ------------------------------------------------------------------------------------------- time and tenant
+
+
+def test_raw_statement_numbers_each_name_once_and_keeps_literals():
+    """The search statement goes to the server with $n placeholders (psycopg's RawCursor): one number per
+    name, reused where the name recurs; a literal's doubled percent signs become one again, and a
+    literal that looks like a placeholder stays text."""
+    raw, args = raw_params("SELECT %(a)s, %(b)s, %(a)s, 'x%%y', '%%(c)s' WHERE 1 %% 2 = 1", {"a": 1, "b": 2, "c": 3})
+    assert raw == "SELECT $1, $2, $1, 'x%y', '%(c)s' WHERE 1 % 2 = 1" and args == [1, 2]
+    params = search_params(org="50% %(query)s", text="q", vector=np.zeros(3), mode="hybrid", k=5,
+                           valid_at=utcnow(), known_at=utcnow(), current=True)
+    raw, args = raw_params(generic_statement(SEARCH_SQL, params), params)
+    assert "'50% %(query)s'" in raw and "%(" not in raw.replace("%(query)s'", "")
+    numbers = {int(n) for n in re.findall(r"\$(\d+)", raw)}
+    assert numbers == set(range(1, len(args) + 1))
 
 
 def test_time_filters_and_tenant_in_hybrid_and_lexical(fab, pg, org):

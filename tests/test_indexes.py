@@ -3,6 +3,7 @@ table big enough that a sequential scan would be the planner's choice without th
 
 from __future__ import annotations
 
+import itertools
 import re
 from datetime import datetime, timedelta, timezone
 
@@ -10,7 +11,7 @@ import psycopg
 
 from fabric.bench import scale as sc
 from fabric.db import migrate
-from fabric.read.search import SEARCH_SQL, search_params, search_plan, search_settings
+from fabric.read.search import SEARCH_SQL, search, search_params, search_plan, search_settings
 from fabric.sql import q
 
 
@@ -117,27 +118,29 @@ def test_an_org_with_its_own_hnsw_index_is_searched_through_it(database_url):
                     assert expect in plan, (mode, current, plan)
                 else:
                     assert "_embedding_org_" not in plan, (mode, current, plan)
-        # A current-state hybrid search runs with one generic plan per org (generic_statement): after 6
-        # runs the server holds it prepared, and the plan it executes is generic and still walks the
-        # org's own index (a plan of `org = $1` could not match the index's `WHERE org = '...'`).
-        for org, expect in ((medium, own["current_embeddings"]), (large, None)):
+        # A current-state search (hybrid, and vector mode's index-scan statement) runs with one generic
+        # plan per org (generic_statement): after 6 runs through the library the server holds it
+        # prepared, and the plan it executes is generic and still walks the org's own index (a plan of
+        # `org = $1` could not match the index's `WHERE org = '...'`).
+        modes = (("hybrid", "%lex_leg%"), ("vector", "%NULL::bigint AS lexical_rank%"))
+        for (mode, marker), (org, expect) in itertools.product(modes, ((medium, own["current_embeddings"]),
+                                                                       (large, None))):
             settings, stmt, params = search_plan(org=org, text="what about the ledger", vector=c.vectors[member],
-                                                 mode="hybrid", k=10, valid_at=now, known_at=now, current=True,
+                                                 mode=mode, k=10, valid_at=now, known_at=now, current=True,
                                                  iterative=True)
-            assert stmt != SEARCH_SQL and f"'{org}'" in stmt
+            assert stmt not in (SEARCH_SQL, VECTOR_CURRENT_SQL) and f"'{org}'" in stmt
             with db.connect() as conn:
                 for _ in range(6):
                     with conn.transaction():
-                        for s, args in settings:
-                            conn.execute(s, args)
-                        rows = conn.execute(stmt, params).fetchall()
+                        rows = search(conn, org=org, text="what about the ledger", vector=c.vectors[member],
+                                      mode=mode, k=10, valid_at=now, known_at=now, current=True)
                 assert rows
                 with conn.transaction():
                     for s, args in settings:
                         conn.execute(s, args)
                     held = conn.execute("SELECT name, generic_plans, custom_plans, parameter_types::text[] AS types "
                                         "FROM pg_prepared_statements "
-                                        "WHERE statement LIKE %s", ("%lex_leg%",)).fetchall()
+                                        "WHERE statement LIKE %s", (marker,)).fetchall()
                     assert len(held) == 1 and held[0]["generic_plans"] >= 1 and held[0]["custom_plans"] == 0, held
                     order = list(dict.fromkeys(re.findall(r"%\((\w+)\)s", stmt)))
                     args = ", ".join(f"%({n})s::{t}" for n, t in zip(order, held[0]["types"]))

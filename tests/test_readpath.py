@@ -91,6 +91,14 @@ def test_term_counts_follow_the_memories(fab, pg, org):
     assert kept == counted and kept["quokka"] == 2
 
 
+def test_the_full_text_index_keeps_a_small_pending_list(pg):
+    """Every scan of a GIN index reads its whole pending list first, and the lexical leg scans it once
+    per rare query term: the list is bounded to 64 kB (migration 0009), not the 4 MB default."""
+    options = pg.execute("SELECT reloptions FROM pg_class WHERE oid = 'fabric.ix_memories_search_text'::regclass"
+                         ).fetchone()[0]
+    assert options == ["gin_pending_list_limit=64"]
+
+
 def test_a_term_too_common_in_the_org_is_not_scanned(fab, pg, org):
     """A term in 1,000+ of the org's memories weighs nothing and is skipped; the rare one still ranks."""
     common = search_mod.COMMON_DF_FACTOR * search_mod.DF_CAP

@@ -123,6 +123,10 @@ def test_opening_hours_and_a_month_end_are_written_one_way(text, read):
     ("The Larchmont library is open 9 to 5.", "The Larchmont library is open from 9am to 5pm.", "duplicate"),
     ("The Corvid migration is due in May 2025.", "The Corvid migration deadline moved to the end of June 2025.",
      "contradiction_fork"),
+    # the closing time added to the opening time is more detail, not another value
+    ("The Quayside bakery opens at 7 am.", "The Quayside bakery opens at 7 am and closes at 3 pm.", "child_update"),
+    ("The Quayside bakery opens at 7 am.", "The Quayside bakery opens at 8 am and closes at 3 pm.",
+     "contradiction_fork"),
     ("The Corvid migration is due by the end of June 2025.", "The Corvid migration is due in June 2025.",
      "duplicate"),
 ])

@@ -87,7 +87,7 @@ def test_the_old_value_named_as_replaced_is_a_correction(rules, embedder, old, n
 @pytest.mark.parametrize("old, new", [
     ("The Ember service uses Redis.", "The Quartz service switched from Redis to Valkey."),  # another subject
     ("The Marlow Trust board is chaired by Ivo Sand.", "Ivo Sand stepped down as treasurer of the Kell Fund."),
-    ("Teo Vance works at Brindle Bank.", "Teo Vance left Brindle Bank."),  # no new value: no correction
+    # ("Teo Vance left Brindle Bank." ends the job since round 10: test_rules_notes.py)
 ])
 def test_a_replaced_value_elsewhere_is_no_correction(rules, embedder, old, new):
     d, _ = decide(rules, embedder, old, new, pregated=True)

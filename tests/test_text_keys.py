@@ -178,3 +178,13 @@ def test_a_version_beyond_the_nearest_neighbours_is_found_by_its_text_key(databa
         assert fab.current_value("Tomasz Wren", "home_city", org=org).value == "Tallinn"
     finally:
         fab.close()
+
+
+def test_a_sentence_only_the_classifier_reads_is_keyed_and_current(fab, org):
+    """No word list reads these phone numbers; the attribute classifier names the key of the first version
+    (attributes.key), so current_value answers for it and for its correction."""
+    first = put(fab, org, "Call Marit Olsson on 555-0143.", valid_from=T(2021))
+    later = put(fab, org, "Marit Olsson picks up at 555-0188 these days.", valid_from=T(2024))
+    assert first.decision == "new_branch", first.reason
+    assert fab.current_value("Marit Olsson", "phone", org=org, valid_at=T(2022)).value == "555-0143"
+    assert fab.current_value("Marit Olsson", "phone", org=org).value == "555-0188", later.reason

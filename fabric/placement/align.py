@@ -144,14 +144,17 @@ _WE = "(?:^|" + "|".join(rf"(?<=\b{w}\s)" for w in ("so", "and", "but", "btw", "
     + r"|(?<=[.!?,;:]\s))[Ww]e"
 # A chat note with no subject ("Moved to Porto last month.", "Works at Stripe now.") is about the user.
 _NO_SUBJECT = re.compile(r"(?:^|(?<=[.!?]\s))(?:(Just|Recently|Finally|Now)\s+)?"
-                         r"((?i:moved|relocated|started|joined|switched|lives|works|drives|prefers))"
-                         r"(?=\s+(?:(?:to|at|in|for|with|from|into|over)\s+)?[A-Z])")
+                         r"((?i:moved|relocated|started|joined|switched|lives|works|drives|prefers|left|quit)"
+                         r"(?=\s+(?:(?:to|at|in|for|with|from|into|over)\s+)?[A-Z])"
+                         # "starting a new job at Figma", not "Starting Monday, Dana leads ..."
+                         r"|(?i:started|starting)(?=\s+(?:a\s+new\s+job|a\s+new\s+role|work|at)\s+(?:at\s+|with\s+)?[A-Z]))")
 _USER = ((_NO_SUBJECT, lambda m: " ".join(["User", *(g.lower() for g in m.groups() if g)])),
          (re.compile(r"\b(?:the\s+)?user(?=\b(?!-))", re.IGNORECASE), "User"),
          (re.compile(r"\b[Mm]y\b"), "User's"), (re.compile(_I + r"['’]m\b"), "User is"),
          (re.compile(_I + r"['’]ve\b"), "User has"), (re.compile(_I + r"['’]d\b"), "User would"),
          (re.compile(_I + r" " + _VERB), lambda m: _agree("User", m)),
          (re.compile(r"\b(?:[Oo]ur|[Mm]y) (?:team|company|org|organi[sz]ation|startup|group)\b(?!['’])"), "Team"),
+         (re.compile(r"\b[Oo]ur (?=(?:HQ|hq|headquarters|head office|main office|budget|headcount)\b)"), "Team's "),
          (re.compile(_WE + r"['’]re\b"), "Team is"), (re.compile(_WE + r"['’]ve\b"), "Team has"),
          (re.compile(_WE + " " + _VERB), lambda m: _agree("Team", m)))
 _ME = re.compile(r"(?<=[a-z] )me\b(?!['’-])")
@@ -198,6 +201,68 @@ _NO_LONGER = re.compile(r"^(?P<subject>[^,;.:]+?)\s+(?:(?:is|are|does|do|has|hav
 # "Zara, who used to live in Glasgow, now lives in Dundee": the clause names the old value; the sentence states the new.
 _USED_TO_CLAUSE = re.compile(r",\s*(?:who|which)\s+(?:used to|was formerly|were formerly|formerly|previously)\b"
                              r"[^,]*,\s*", re.IGNORECASE)
+
+
+# A terse note as users write one: a head, a mark, a value ("Nordlys HQ: Tromsø", "HQ -> Bergen", "Atlas budget =
+# $15k", "New boss: Dana Reyes"), read as the sentence it stands for ("Nordlys HQ is now Bergen"). A head with
+# no name is an attribute of the user's own ("Rent: 1,200/mo" -> "User's rent is ..."), when it names one.
+_NOTE = re.compile(r"^\s*(?P<head>[A-Za-z][\w'&. -]{0,40}?)\s*(?P<mark>:|=|->|→|=>)\s*"
+                   r"(?P<value>[^\s:=→].{0,60}?)\s*[.!]*\s*$")
+_NOT_NOTE_HEAD = frozenset("""note notes update updates reminder todo to-do fyi btw ps correction edit re fwd question
+    answer summary context tldr tl;dr heads-up warning important action next status log""".split())
+# the user's own attributes a note may name with no holder ("New boss: ...", "Rent: ...", "HQ: ...")
+_OWN_HEADS = frozenset("""boss manager rent salary home address employer job title role phone mobile email car dentist
+    doctor gp landlord partner city diet bank lawyer coach mentor birthday age hq headquarters office budget
+    headcount""".split())
+# heads of the user's team's attributes ("HQ: Tromsø", "Budget: $20k"); heads naming the holder's tools
+_TEAM_HEADS = frozenset("hq headquarters office budget headcount".split())
+_STACK_HEADS = frozenset("stack db database tooling".split())
+_HOLDER_WORDS = _OWN_HEADS | _TEAM_HEADS | _STACK_HEADS | {"new", "current", "my", "our", "the"}
+_DONE_MARK = re.compile(r"\s*(?:✅|✔️?|☑️?|👍)\s*")
+
+
+def note(t: str) -> str:
+    """The sentence a terse note stands for, or the text as it is."""
+    m = _NOTE.match(t)
+    if m is None or "\n" in t:
+        return t
+    head, mark, value = m.group("head").strip(), m.group("mark"), _DONE_MARK.sub(" ", m.group("value")).strip()
+    words = head.split()
+    if not value or len(words) > 4 or len(value.split()) > 5 or words[0].lower() in _NOT_NOTE_HEAD \
+            or re.search(r"\b(?:is|are|was|were|has|have|will)\b", head + " " + value):
+        return t  # a label before a sentence ("Update: Nordlys moved ..."), not a note
+    now = " now" if mark in ("->", "→", "=>") else ""
+    noun = words[-1].lower()
+    # (a head of one word is capitalised as any note begins: "Lunch: pizza" names nothing)
+    named = len(words) > 1 and any(w[0].isupper() and w.lower() not in _HOLDER_WORDS for w in words)
+    if noun in _STACK_HEADS:  # "Stack: Postgres", "Atlas DB: MySQL": the holder's tool
+        holder = " ".join(words[:-1]) if named else "Team"
+        return f"{holder} switched to {value}" if now else f"{holder} uses {value}"  # (an arrow: a switch)
+    if noun in ("job", "employer", "workplace") and not named:  # "New job: Figma": where the user works
+        return f"User{now} works at {value}"
+    if not named:
+        if noun not in _OWN_HEADS:
+            return t
+        rest = [w for w in words if w.lower() not in ("my", "our", "team")]
+        holder = "Team's" if noun in _TEAM_HEADS or words[0].lower() in ("our", "team") else "User's"
+        head = " ".join([holder, *(w if w.isupper() else w.lower() for w in rest)])
+    return f"{head} is{now} {value}"
+
+
+# "moved back to Lisbon", "moved back home to Lisbon": a move to a place, as "moved to Lisbon"
+_BACK = re.compile(r"\b(moved|relocated|went)\s+back\s+(?:home\s+)?to\b", re.IGNORECASE)
+# "User left Stripe", "quit Stripe today": an end, no new value; read as "no longer works at Stripe"
+_LEFT = re.compile(r"^(?P<who>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)\s+(?:just\s+|finally\s+|officially\s+)?"
+                   r"(?:left|quit)\s+(?P<what>[A-Z][\w&'.-]*(?:\s+[A-Z][\w&'.-]*)*)"
+                   r"(?P<tail>(?:\s+(?:today|yesterday|this week|last week|last month|in [A-Z][a-z]+))?"
+                   r"\s*[^\w\s]*\s*)$")
+# "started at Figma", "starting a new job at Figma": a job, in the words the lexicon and the alignment read one
+_STARTED = re.compile(r"\b(started|starting|starts)\s+(?:(?:a|my|her|his|their)\s+)?(?:new\s+)?"
+                      r"(?:(?:job|role|position|work)\s+)?(?:at|with)(?=\s+[A-Z])")
+# "3,200/mo", "/month", "/yr": one word per period ("monthly"), as "a month" is written
+_SLASH_PERIOD = re.compile(r"(\d[\d,.]*\s*[kKmM]?)\s*/\s*(mo|month|yr|year|wk|week|day)\b")
+_SLASH_WORD = {"mo": "monthly", "month": "monthly", "yr": "annual", "year": "annual", "wk": "weekly", "week": "weekly",
+               "day": "daily"}
 
 
 def _no_longer(m: re.Match[str]) -> str:
@@ -248,9 +313,13 @@ def canonical(text: str) -> str:
     t = unicodedata.normalize("NFKC", text).replace("’", "'")
     if _SHOUTED.search(t) and not re.search(r"[a-z]", t):  # all capitals say nothing of names: read it in lower case
         t = t.lower()
-    t = _dates(t)
+    t = _dates(note(t))
+    t = _BACK.sub(r"\1 to", t)
+    t = _SLASH_PERIOD.sub(lambda m: f"{m.group(1)} {_SLASH_WORD[m.group(2)]}", t)
     for pattern, user in _USER:
         t = pattern.sub(user, t)
+    t = _STARTED.sub(r"\1 working at", t)
+    t = _LEFT.sub(lambda m: f"{m.group('who')} no longer works at {m.group('what')}{m.group('tail')}", t)
     t = _REPORTED.sub(_reported, t)
     t = _ME.sub("User", t)  # after reported speech ("told me they moved")
     t = _NO_LONGER.sub(_no_longer, t)
@@ -867,6 +936,10 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     if len(lost) > 1 or len(gained) > 1:
         return Aligned("separate", "more than one name changed")
     a, b = lost[0], gained[0]
+    if a.kind == b.kind == "time" and len(b.key.split()) == 4 and b.key.split()[:2] == a.key.split():
+        # "opens at 9 am" / "opens at 9 am and closes at 6 pm": hours ("09 00 18 00") that start at the old time
+        return Aligned("child_update", "the closing time added to the opening time", subject_text,
+                       relation=relation_name(old, shared))
     if a.kind != b.kind:
         return Aligned("separate", f"a {a.kind} became a {b.kind}")
     lines_old, lines_new = _LINE_WORDS & set(old.words), _LINE_WORDS & set(new.words)

@@ -153,12 +153,41 @@ RELATIONS: tuple[Relation, ...] = (
     _rel("valuation", r"\bvalued at\b|\bvaluation\b", numeric=True),
     _rel("age", r"\byears? old\b|\baged\b|\bturn(?:ed|s)\b(?= § *(?:[.!;,]|$|years?\b))", numeric=True),
     _rel("languages", r"\bspeaks\b|\bfluent in\b", multi=True),
+    # a team's or a project's tools ("we use Postgres"): several at once; "switched / migrated / moved to" one
+    # replaces another of its kind (see `compare`). "moved to" names a tool only when the value is one (`TOOLS`).
+    _rel("uses", r"\b(?:uses?|using)\b(?= (?:§|a |an |the )?)(?! (?:it|them|this|that|up)\b)"
+                 r"|\b(?:switched|switching|migrated|migrating|moved|moving)(?: over| everything| all)? to\b"
+                 + _NOT_TEAM, multi=True),
     _rel("sites", r"\b(?:opened|opens|opening|has|have|operates|runs|added|launched|built|owns)\b(?: [\w§-]+){0,3}? "
                   r"(?:showroom|branch|store|shop|office|factory|plant|warehouse|outlet|studio|lab|depot|clinic"
                   r"|campus)s?\b", multi=True, numeric=None),
 )
 
 _MULTI = frozenset(r.name for r in RELATIONS if r.multi)
+
+# Tools by kind: a switch to one replaces the team's tool of its kind only ("switched to MySQL" replaces
+# Postgres, not Redis). A tool not listed has no kind: a switch to it replaces any one.
+_TOOL_KINDS = {
+    "database": "postgres postgresql mysql mariadb sqlite mongodb mongo oracle mssql dynamodb cassandra cockroachdb "
+                "supabase snowflake bigquery redshift clickhouse",
+    "cache": "redis memcached valkey",
+    "queue": "kafka rabbitmq sqs nats",
+    "cloud": "aws gcp azure heroku vercel netlify digitalocean",
+    "tracker": "jira linear asana trello clickup shortcut",
+    "chat": "slack discord mattermost",
+    "docs": "notion confluence coda",
+    "crm": "salesforce hubspot pipedrive",
+    "code host": "github gitlab bitbucket",
+    "ci": "jenkins circleci buildkite",
+    "language": "python go golang rust java typescript javascript ruby kotlin scala elixir php",
+    "frontend": "react vue angular svelte",
+}
+TOOLS = {tool: kind for kind, names_ in _TOOL_KINDS.items() for tool in names_.split()}
+
+
+def tool_kind(value: str) -> str | None:
+    """The kind of a tool a value names ("PostgreSQL 16" -> "database"), or None."""
+    return next((TOOLS[w] for w in value.casefold().split() if w in TOOLS), None)
 _NUMERIC = frozenset(r.name for r in RELATIONS if r.numeric)
 
 
@@ -250,6 +279,7 @@ class Fact:
     inner: frozenset[str] = frozenset()       # names between the subject and the value ("... in Paris is ...")
     thing: bool = False            # the subject is a thing both sentences name in lower-case words
     changed: bool = False          # the sentence says the value changed ("now", "passed to", "took over")
+    replaces: bool = False         # a switch to the value ("switched / migrated / moved to"): it replaced one
 
 
 _NUMBER = re.compile(r"[$€£]?\s*(\d[\d,]*(?:\.\d+)?)\s*((?:thousand|million|billion|mn|bn|k|m|b)?)\.?"
@@ -549,7 +579,13 @@ _PAST = re.compile(r"\b(?:former|formerly|previous|previously|used to|ex-\w+|onc
                    r"|was based|was headquartered|was led|had been|until|back then)\b"
                    # "the CEO in 2015 was ...": a year and a past copula tell what was true then
                    r"|\b(?:in|during) (?:1[89]|20)\d\d\b[^.;]*\b(?:was|were)\b"
-                   r"|\b(?:was|were)\b[^.;]*\b(?:in|during) (?:1[89]|20)\d\d\b")
+                   r"|\b(?:was|were)\b[^.;]*\b(?:in|during) (?:1[89]|20)\d\d\b"
+                   # a plan ("starting a new job at Figma on Monday"): not the value now; its own note when it holds
+                   r"|\b(?:will|going to|gonna|about to|plans? to|planning to)\s+(?:start|join|move|switch)\b"
+                   r"|\b(?:starting|joining|moving|switching|relocating)\b[^.;]*\b(?:on (?:mon|tues|wednes|thurs|fri"
+                   r"|satur|sun)day|next (?:week|month|year|mon|tues|wednes|thurs|fri|satur|sun)\w*|tomorrow"
+                   r"|in (?:january|february|march|april|june|july|august|september|october|november|december)"
+                   r"|in (?:a|two|three|\d+) (?:days?|weeks?|months?))\b")
 
 
 def _covered(covered: list[tuple[int, int, str]], at: int) -> bool:
@@ -735,6 +771,9 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
         return None
     dated = any(w in _MONTHS for w in value.key.split()) or bool(re.search(r"\d", value.text))
     rels = [r for r in rels if (r.numeric is None or r.numeric == value.number) and (dated or not r.dated)]
+    tool = tool_kind(value.key) is not None
+    if any(r.name == "uses" for r in rels) and len(rels) > 1:  # "moved to MySQL" / "moved to Lisbon"
+        rels = [r for r in rels if (r.name == "uses") == tool] or rels
     if not rels:
         return None
     whose = _whose(masked, subject, pos[spans.index(subject)], covered)
@@ -767,7 +806,12 @@ def _extract(text: str, other_names: tuple[Span, ...]) -> Fact | None:
                 detail=detail, period=frozenset(_PERIOD.findall(text)), qualifiers=qualifiers, inner=inner,
                 lexical=rels[0].name in _LEXICON_NAMES or rels[0].name.startswith("favourite_"),
                 thing=any(sp.start == sp.end == 0 and sp.key == subject.key for sp in other_names),
-                changed=_CHANGED.search(masked) is not None)
+                changed=_CHANGED.search(masked) is not None,
+                replaces=_SWITCH.search(masked) is not None)
+
+
+_SWITCH = re.compile(r"\b(?:switched|switching|migrated|migrating|moved|moving|changed)(?: over| everything| all)?"
+                     r"(?: from § )?(?: to)\b|\breplac(?:ed|ing)\b|\bnow (?:uses?|using)\b")  # "now uses": instead
 
 
 def keyable(fact: Fact | None) -> TypeGuard[Fact]:
@@ -809,8 +853,8 @@ Verdict = Literal["duplicate", "child_update", "contradiction_fork", "separate",
 def compare(old: Fact, new: Fact) -> Verdict:
     """How a new sentence's fact stands to an old one's. Unsure means separate: never invalidate on a guess.
     "unknown": the relations differ but one was only guessed from a noun; the caller compares frames."""
-    if shared_relation(old, new) is None:
-        return "separate" if old.lexical and new.lexical else "unknown"
+    if shared_relation(old, new) is None:  # ("uses" names no attribute of its own beside another one: unsure)
+        return "separate" if old.lexical and new.lexical and "uses" not in old.relations | new.relations else "unknown"
     if old.loose or new.loose:  # only ever a refinement: "a flat near the river in Lisbon"
         same = old.subject_key == new.subject_key and old.value_key == new.value_key and not (
             old.negated or new.negated or old.past or new.past)
@@ -829,6 +873,14 @@ def compare(old: Fact, new: Fact) -> Verdict:
         if new.others - old.others or len(new.detail - old.detail) >= 2:
             return "child_update"
         return "duplicate"
+    if shared_relation(old, new) == "uses" and old.value_key.split()[0] == new.value_key.split()[0] \
+            and not (old.negated or new.negated):
+        return "contradiction_fork"  # "uses Node 18" -> "uses Node 20": the same tool, another version
+    if shared_relation(old, new) == "uses" and new.replaces and not (old.negated or new.negated) \
+            and tool_kind(old.value) is not None and tool_kind(old.value) == tool_kind(new.value):
+        # "we use Postgres" -> "we switched to MySQL": one tool replaced by another of its kind. A tool of
+        # no known kind replaces nothing: which one it replaced is a guess, and a wrong guess invalidates.
+        return "contradiction_fork"
     if shared_relation(old, new) in _MULTI or old.negated or new.negated:
         return "separate"  # a second showroom is not a moved one
     if shared_relation(old, new) == "spouse" and new.subject_key.split()[-1] in _COMPANY_WORDS:

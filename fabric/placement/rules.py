@@ -35,7 +35,9 @@ from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Any, Sequence
 
+from . import attributes
 from .align import RELATIVES, Aligned, canonical, clauses, compare_aligned, read, relation_similarity, single_key
+from .attributes import unread
 from .states import state, title
 from .facts import RELATIONS, Fact, _numeric, compare, extract, keyable, shared_relation, value_key
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
@@ -280,6 +282,13 @@ class RuleValidator:
             if verdict == "duplicate" and adds_detail(c.content, write.content):
                 verdict = "child_update"  # ", for its soundtrack": one detail word, in a clause of its own
             return verdict, Statement.from_facts(old, new)
+        if verdict == "unknown" and unread(aligned):  # no shared relation read, no reason seen to separate
+            same = attributes.compare(c.content, write.content)
+            if same is not None:
+                kind = "child_update" if same.verdict == "duplicate" and adds_detail(c.content, write.content) \
+                    else same.verdict
+                return kind, Statement(same.subject, same.attribute, same.old_value, same.new_value, same.why,
+                                               True)
         return aligned.verdict, Statement.from_alignment(aligned, c)
 
     def _by_key(self, write: IncomingWrite, new_words: list[str], keyed: Sequence[Candidate]) -> Decision | None:
@@ -418,8 +427,9 @@ def with_text_keys(write: IncomingWrite, decision: Decision, candidates: Sequenc
     target = next((c for c in candidates if c.id == decision.target_id), None)
     fact = extract(write.content, target.content if target else None)
     if fact is None or fact.loose and not (fact.lexical or fact.negated or fact.past):
-        # outside the lexicon: a state or a job title in words, else a key only where the grammar marks the subject
-        key = state_key(write.content) or single_key(write.content)
+        # outside the lexicon: a state or a job title in words, a key only where the grammar marks the subject,
+        # else the attribute the sentence means (attributes.key: the names other wordings of it get)
+        key = state_key(write.content) or single_key(write.content) or attributes.key(write.content)
         return replace(decision, subject=key[0], relation=key[1], value=key[2]) if key else decision
     if not keyable(fact):
         return decision

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .align import note
+
 # attribute -> (value, the words that state it). One value per subject at a time.
 _STATES: dict[str, tuple[tuple[str, str], ...]] = {
     "diet": (
@@ -24,7 +26,7 @@ _STATES: dict[str, tuple[tuple[str, str], ...]] = {
         ("active", r"(?:in|under) (?:active )?development|actively developed|active|resumed|restarted|unpaused"
                    r"|underway|under way|in progress|back on track"),
         ("cancelled", r"cancell?ed|scrapped|killed|abandoned|discontinued"),
-        ("done", r"completed|finished|shipped|wrapped up"),
+        ("done", r"completed|finished|shipped|wrapped up|(?<=is )done|(?<=now )done"),  # ("Orion migration: done")
         ("maintenance", r"in maintenance(?: mode)?|maintenance mode|deprecated|sunset|sunsetted|end of life"),
     ),
     # only as a preference: "likes tea" beside "likes coffee" is two likes, "prefers" picks one
@@ -112,6 +114,7 @@ def _subject(before: list[str], said: str) -> str:
 @lru_cache(maxsize=16384)
 def state(text: str) -> State | None:
     """The one state the sentence tells, if it tells a state of one attribute; None if none, or two."""
+    text = note(text)  # "Orion migration: done ✅" -> "Orion migration is done"
     text = re.sub(r"\b([iI])['’]m ", r"\1 am ", text)
     text = re.sub(r"\b([wW]e)['’]re ", r"\1 are ", text)
     homes = list(_HOME.finditer(text))

@@ -152,11 +152,15 @@ def statement_for(mode: str, iterative: bool = False, current: bool = False) -> 
 GENERIC_LITERALS = ("org", "mode", "current", "k", "pool", "scan_limit", "df_cap", "common_df", "rrf_k")
 
 
-def uses_generic_plan(params: dict[str, Any]) -> bool:
-    """A current-state hybrid or lexical search reuses one plan per org and sizes (generic_statement):
-    planning the 12-CTE statement was ~1/4 of its server CPU. Vector and time-travel reads are planned
-    for their values every time (see session_settings)."""
-    return params["mode"] != "vector" and params["current"]
+def uses_generic_plan(params: dict[str, Any], statement: str) -> bool:
+    """A current-state search reuses one plan per org and sizes (generic_statement): the fused modes'
+    `search` (planning the 12-CTE statement was ~1/4 of its server CPU) and vector mode's index-scan
+    statement, search_vector_current (0.5 of its 1.8 ms at 20k memories). Time-travel reads and
+    search_vector, whose exact-scan branch a generic plan joins badly, are planned for their values
+    every time (see session_settings)."""
+    if not params["current"]:
+        return False
+    return statement is VECTOR_CURRENT_SQL if params["mode"] == "vector" else statement is SEARCH_SQL
 
 
 @functools.lru_cache(maxsize=256)
@@ -177,11 +181,54 @@ def generic_statement(statement: str, params: dict[str, Any]) -> str:
     return _with_literals(statement, tuple((n, params[n]) for n in GENERIC_LITERALS))
 
 
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
+
+
+@functools.lru_cache(maxsize=256)
+def raw_statement(statement: str) -> tuple[str, tuple[str, ...]]:
+    """`statement` with PostgreSQL's own placeholders ($1, $2 ...: one per parameter name, in order of
+    first use) and the names they stand for, for psycopg's RawCursor (see RAW_ABOVE)."""
+    names: dict[str, int] = {}
+
+    def placeholder(m: re.Match[str]) -> str:
+        if m.group(1) is None:
+            return "%"   # a doubled percent sign (in a literal) stands for one
+        return f"${names.setdefault(m.group(1), len(names) + 1)}"
+
+    return _PLACEHOLDER.sub(placeholder, statement), tuple(names)
+
+
+def raw_params(statement: str, params: dict[str, Any]) -> tuple[str, list[Any]]:
+    """The raw statement (raw_statement) and its parameters in placeholder order."""
+    raw, names = raw_statement(statement)
+    return raw, [params[n] for n in names]
+
+
+# psycopg caches its parse of a statement's %(name)s placeholders only up to 4 kB and re-parses a longer
+# one on every execute. The 12 kB `search` statement goes raw instead (RawCursor, $n): 0.11-0.15 ms less
+# client CPU per search at 100k; a short statement costs ~0.1 ms more that way (docs/performance.md).
+RAW_ABOVE = 4096
+
+
+def _query(statement: str, params: dict[str, Any]) -> tuple[bool, str, Any]:
+    """(raw?, the statement to send, its parameters)."""
+    if len(statement) > RAW_ABOVE:
+        return (True, *raw_params(statement, params))
+    return False, statement, params
+
+
 def fallback_for(statement: str, rows: list[Any], params: dict[str, Any]) -> str | None:
-    """The statement to run next when an index-scan-only statement came up short of k rows: the full
-    search_vector, whose exact scan answers. None when the rows are the answer."""
-    short = statement is VECTOR_CURRENT_SQL or statement is VECTOR_AT_SQL
+    """The statement to run next when an index-scan-only statement (search_vector_current, as given or
+    with its literals written in, or search_vector_at) came up short of k rows: the full search_vector,
+    whose exact scan answers (with custom_plans). None when the rows are the answer."""
+    short = params["mode"] == "vector" and statement is not VECTOR_SQL
     return VECTOR_SQL if short and len(rows) < params["k"] else None
+
+
+def custom_plans(settings: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """`settings` with plans made for the actual parameters (a fallback's statement has no literals)."""
+    return [(stmt, dict(args, plan_cache_mode="force_custom_plan") if args and "plan_cache_mode" in args
+             else args) for stmt, args in settings]
 
 
 _SETTINGS_SQL = """
@@ -190,10 +237,14 @@ SELECT set_config('hnsw.ef_search',
                   ::int::text, true),
        set_config('jit', 'off', true),
        set_config('plan_cache_mode', %(plan_cache_mode)s, true),
-       set_config('max_parallel_workers_per_gather', '0', true)
+       {iterative}set_config('max_parallel_workers_per_gather', '0', true)
 FROM (SELECT coalesce((SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(org_index)s)),
                       (SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(index)s)), 0) AS reltuples) i"""
-_ITERATIVE_SQL = "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+# The settings with and without the iterative scan, in one statement (a second one cost ~0.1 ms of the
+# client's CPU per search): on pgvector < 0.8 setting hnsw.iterative_scan is an error.
+_SETTINGS_ITERATIVE_SQL = _SETTINGS_SQL.format(
+    iterative="set_config('hnsw.iterative_scan', 'relaxed_order', true),\n       ")
+_SETTINGS_SQL = _SETTINGS_SQL.format(iterative="")
 _PGVECTOR_SQL = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
 
 # pgvector's version per connection (sync or async), read once
@@ -232,18 +283,17 @@ def session_settings(*, ef_search: int, iterative: bool = False, index: str = AL
     the server keeps for it is the one to reuse."""
     # No parallel workers: the exact-scan branch would start them on every query even when its
     # one-time filter skips it (~18 ms at 1M; docs/performance.md).
-    settings: list[tuple[str, Any]] = [(_SETTINGS_SQL, {
+    # relaxed_order (iterative): the statements re-sort the rows by distance themselves.
+    return [(_SETTINGS_ITERATIVE_SQL if iterative else _SETTINGS_SQL, {
         "ef": ef_search, "index": index, "org_index": org_index,
         "plan_cache_mode": "force_generic_plan" if generic else "force_custom_plan"})]
-    if iterative:
-        # relaxed_order: the statements re-sort the rows by distance themselves.
-        settings.append((_ITERATIVE_SQL, None))
-    return settings
 
 
-def search_settings(params: dict[str, Any], *, ef_search: int, iterative: bool) -> list[tuple[str, Any]]:
+def search_settings(params: dict[str, Any], *, ef_search: int, iterative: bool, generic: bool = False
+                    ) -> list[tuple[str, Any]]:
     """The session settings for one search with `params` (from search_params); `iterative`: the server's
-    pgvector has iterative index scans (pgvector_version >= ITERATIVE_SCAN_SINCE)."""
+    pgvector has iterative index scans (pgvector_version >= ITERATIVE_SCAN_SINCE); `generic`: the
+    statement carries its org and sizes as literals (uses_generic_plan, generic_statement)."""
     if params["mode"] == "vector" or iterative:
         ef = max(ef_search, params["pool"])
     else:
@@ -255,7 +305,7 @@ def search_settings(params: dict[str, Any], *, ef_search: int, iterative: bool) 
     return session_settings(ef_search=ef, iterative=iterative,
                             index=CURRENT_INDEX if params["current"] else ALL_INDEX,
                             org_index="fabric." + org_index_name(table, params["org"]),
-                            generic=uses_generic_plan(params))
+                            generic=generic)
 
 
 def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray | None, mode: str, k: int,
@@ -276,22 +326,24 @@ def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray 
     rows = _run(conn, settings, statement, params)
     fallback = fallback_for(statement, rows, params)
     if fallback is not None:
-        rows = _run(conn, settings, fallback, params)
+        rows = _run(conn, custom_plans(settings), fallback, params)
     return search_rows(rows)
 
 
 def _run(conn: psycopg.Connection, settings: list[tuple[str, Any]], statement: str, params: dict[str, Any]
          ) -> list[Any]:
     """The settings and one statement, sent together in a pipeline (one round trip)."""
+    raw, query, args_ = _query(statement, params)
+    cur = psycopg.RawCursor(conn, row_factory=conn.row_factory) if raw else conn.cursor()
     if psycopg.Pipeline.is_supported():
         with conn.pipeline():
             for stmt, args in settings:
                 conn.execute(stmt, args)
-            cur = conn.execute(statement, params)
+            cur.execute(query, args_)
         return cur.fetchall()
     for stmt, args in settings:  # pragma: no cover - libpq older than 14
         conn.execute(stmt, args)
-    return conn.execute(statement, params).fetchall()
+    return cur.execute(query, args_).fetchall()
 
 
 async def asearch(conn: psycopg.AsyncConnection, **kw: Any) -> list[dict[str, Any]]:
@@ -301,16 +353,18 @@ async def asearch(conn: psycopg.AsyncConnection, **kw: Any) -> list[dict[str, An
     rows = await _arun(conn, settings, statement, params)
     fallback = fallback_for(statement, rows, params)
     if fallback is not None:
-        rows = await _arun(conn, settings, fallback, params)
+        rows = await _arun(conn, custom_plans(settings), fallback, params)
     return search_rows(rows)
 
 
 async def _arun(conn: psycopg.AsyncConnection, settings: list[tuple[str, Any]], statement: str,
                 params: dict[str, Any]) -> list[Any]:
+    raw, query, args_ = _query(statement, params)
+    cur = psycopg.AsyncRawCursor(conn, row_factory=conn.row_factory) if raw else conn.cursor()
     async with conn.pipeline():
         for stmt, args in settings:
             await conn.execute(stmt, args)
-        cur = await conn.execute(statement, params)
+        await cur.execute(query, args_)
     return await cur.fetchall()
 
 
@@ -325,9 +379,10 @@ def search_plan(*, org: str, text: str, vector: np.ndarray | None, mode: str, k:
                            pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix,
                            current=current)
     statement = statement_for(mode, iterative, params["current"])
-    if uses_generic_plan(params):
+    generic = uses_generic_plan(params, statement)
+    if generic:
         statement = generic_statement(statement, params)
-    return search_settings(params, ef_search=ef_search, iterative=iterative), statement, params
+    return search_settings(params, ef_search=ef_search, iterative=iterative, generic=generic), statement, params
 
 
 def search_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

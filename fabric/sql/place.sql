@@ -146,31 +146,32 @@ FROM fabric.writes WHERE org = %(org)s AND id = %(id)s
 -- name: nearest_live_batch
 -- Placement's neighbours for a batch of writes of one org, in one statement: for each query vector (i:
 -- its position, from 1), the k nearest memories believed now in a live version -- what search_vector
--- returns with live_only -- found by current_embeddings' HNSW index. A write that gets fewer rows than
--- live_available counts is asked again with search_vector, whose exact scan answers when an index scan
--- comes up short. The vectors travel in binary: as a text array, 16 of them cost ~5 ms to format
--- and parse.
-SELECT q.i, m.id, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.relation, m.value, m.kind,
+-- returns with live_only -- through the read path's current-state scan (search.sql, current_scan:
+-- scan_limit candidates from current_embeddings' HNSW index, then the filter). A write that gets fewer
+-- rows than live_available counts is asked again with search_vector, whose exact scan answers when an
+-- index scan comes up short. The vectors travel in binary: as a text array, 16 of them cost ~5 ms to
+-- format and parse. Parameters: org, vectors, k, scan_limit, subject_prefix (NULL here).
+SELECT qv.i, m.id, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.relation, m.value, m.kind,
        v.valid_from, v.valid_to, v.version, 1 - n.distance AS score
-FROM unnest(%(vectors)b::vector[]) WITH ORDINALITY AS q(vec, i)
+FROM unnest(%(vectors)b::vector[]) WITH ORDINALITY AS qv(vec, i)
 CROSS JOIN LATERAL (
-    SELECT c.memory_id, c.embedding <=> q.vec AS distance
-    FROM fabric.current_embeddings c
-    JOIN fabric.memory_versions v ON v.org = c.org AND v.memory_id = c.memory_id
-    WHERE c.org = %(org)s AND v.expired_at IS NULL AND v.state = 'live'
-    ORDER BY c.embedding <=> q.vec
+    SELECT s.id, s.distance
+    FROM {{current_scan}} s
+    JOIN fabric.memory_versions v ON v.org = %(org)s AND v.memory_id = s.id
+    WHERE {{live_version}}
+    ORDER BY s.distance
     LIMIT %(k)s
 ) n
-JOIN fabric.memories m ON m.org = %(org)s AND m.id = n.memory_id
+JOIN fabric.memories m ON m.org = %(org)s AND m.id = n.id
 JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id AND v.expired_at IS NULL
-ORDER BY q.i, n.distance, m.id
+ORDER BY qv.i, n.distance, m.id
 
 -- name: live_available
 -- How many memories of the org nearest_live_batch could return, counted up to k.
 SELECT count(*) AS n FROM (
     SELECT 1 FROM fabric.current_embeddings c
     JOIN fabric.memory_versions v ON v.org = c.org AND v.memory_id = c.memory_id
-    WHERE c.org = %(org)s AND v.expired_at IS NULL AND v.state = 'live'
+    WHERE c.org = %(org)s AND {{live_version}}
     LIMIT %(k)s) s
 
 -- name: key_members_batch

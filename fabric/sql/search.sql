@@ -41,15 +41,21 @@ terms AS MATERIALIZED (   -- each lexeme, and each pair of lexemes adjacent in t
           FROM qlex a JOIN qlex b ON b.pos = a.pos + 1) t
 ),
 postings AS MATERIALIZED (   -- each term's memories that hold (GIN index on org and text, then the
-                             -- time filter), up to df_cap. A term in common_df or more of the org's
-                             -- memories is not scanned: it could weigh nothing (see weights).
-    SELECT t.term, p.id, p.names
+                             -- time filter), up to df_cap, with the key and state `keyed` needs. A
+                             -- term in common_df or more of the org's memories is not scanned: it
+                             -- could weigh nothing (see weights).
+    SELECT t.term, p.id, p.names, p.subject, p.relation, p.state
     FROM terms t
     CROSS JOIN LATERAL (
-        SELECT m.id, (SELECT count(*) FROM named n WHERE m.search_text @@ n.tq) AS names
-        {{memories_that_hold}}
-          AND t.org_df < %(common_df)s
-          AND ARRAY[m.org] @> ARRAY[%(org)s]::text[] AND m.search_text @@ t.tq
+        SELECT m.id, (SELECT count(*) FROM named n WHERE m.search_text @@ n.tq) AS names,
+               m.subject, m.relation, v.state
+        FROM fabric.memories m
+        JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+        -- the org through the full-text index only (no `m.org = ...`: with one, the planner may AND the
+        -- term's few rows with a B-tree bitmap of all the org's, 5.6 ms a term for a 40k-memory org)
+        WHERE ARRAY[m.org] @> ARRAY[%(org)s]::text[] AND m.search_text @@ t.tq
+          AND t.org_df < %(common_df)s AND {{version_holds}}
+          AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
         LIMIT %(df_cap)s) p
 ),
 weights AS MATERIALIZED (   -- BM25's idf over the memories that hold (N, df counted up to df_cap): the
@@ -60,6 +66,9 @@ weights AS MATERIALIZED (   -- BM25's idf over the memories that hold (N, df cou
     CROSS JOIN (SELECT count(*) AS n
                 FROM (SELECT 1 FROM fabric.memory_versions v
                       WHERE v.org = %(org)s AND {{version_holds}}
+                        -- a current-state read counts believed versions only: through the partial
+                        -- index of those (ix_memory_versions_current), not past the expired ones
+                        AND (NOT %(current)s OR v.expired_at IS NULL)
                       -- in key order: the org's own rows through the primary key (a seq scan would
                       -- read past every other org's rows before it met this one's)
                       ORDER BY v.memory_id
@@ -68,12 +77,14 @@ weights AS MATERIALIZED (   -- BM25's idf over the memories that hold (N, df cou
     HAVING count(*) < %(df_cap)s
 ),
 lex_match AS (   -- sum the weights of the terms each memory contains (binary term frequency)
-    SELECT p.id, sum(w.idf) AS lex, max(p.names) AS names
+    SELECT p.id, sum(w.idf) AS lex, max(p.names) AS names,
+           min(p.subject) AS subject, min(p.relation) AS relation, min(p.state) AS state   -- one per id
     FROM postings p JOIN weights w ON w.term = p.term
     GROUP BY p.id
 ),
 lex_leg AS (   -- every memory here holds: rank them all, then cut
-    SELECT x.id, x.names, x.names * (SELECT 1 + sum(idf) FROM weights) + x.lex AS lex_score,
+    SELECT x.id, x.names, x.subject, x.relation, x.state,
+           x.names * (SELECT 1 + sum(idf) FROM weights) + x.lex AS lex_score,
            rank() OVER (ORDER BY x.names DESC, x.lex DESC) AS lex_rank
     FROM lex_match x
     ORDER BY x.names DESC, x.lex DESC, x.id
@@ -83,23 +94,23 @@ lex_leg AS (   -- every memory here holds: rank them all, then cut
 {{vector_leg}},
 vec_leg AS (
     SELECT s.id, s.distance, row_number() OVER (ORDER BY s.distance, s.id) AS vec_rank,
-           (SELECT count(*) FROM named n WHERE m.search_text @@ n.tq) AS names
+           (SELECT count(*) FROM named n WHERE m.search_text @@ n.tq) AS names,
+           m.subject, m.relation, s.state
     FROM nearest s
     JOIN fabric.memories m ON m.org = %(org)s AND m.id = s.id
 ),
 -- ---------------------------------------------------------------- fusion
 fused AS (
-    SELECT coalesce(v.id, l.id) AS id, v.vec_rank, l.lex_score, l.lex_rank, coalesce(v.names, l.names) AS names
+    SELECT coalesce(v.id, l.id) AS id, v.vec_rank, l.lex_score, l.lex_rank, coalesce(v.names, l.names) AS names,
+           coalesce(v.subject, l.subject) AS subject, coalesce(v.relation, l.relation) AS relation,
+           coalesce(v.state, l.state) AS state
     FROM vec_leg v FULL JOIN lex_leg l ON l.id = v.id
 ),
-keyed AS MATERIALIZED (   -- hybrid: the fused memories' keys, from the version that holds (as the output's)
-    SELECT f.id, m.subject, m.relation, v.state
+keyed AS MATERIALIZED (   -- hybrid: the fused memories' keys and the state of the version that holds (the
+                          -- output's: both legs found the memory through it, and carried them here)
+    SELECT f.id, f.subject, f.relation, f.state
     FROM fused f
-    JOIN fabric.memories m ON m.org = %(org)s AND m.id = f.id
-    JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-    WHERE %(mode)s = 'hybrid' AND m.relation IS NOT NULL
-      AND fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
-                           %(valid_at)s, %(known_at)s, %(include_superseded)s)
+    WHERE %(mode)s = 'hybrid' AND f.relation IS NOT NULL
 ),
 relations_asked AS MATERIALIZED (   -- each relation name found, once: is it the attribute the question asks about
                        -- (fabric/read/intent.py)? One of the lexicon attributes the question names, or a
@@ -192,7 +203,8 @@ SELECT m.id, m.org, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.rel
        m.source, m.kind, m.durability, m.metadata, v.version, v.state, v.decision_id,
        1 - n.distance AS score, row_number() OVER (ORDER BY n.distance, n.id) AS vector_rank,
        NULL::bigint AS lexical_rank, 0::bigint AS named_matches
-FROM {{current_scan}} n
+FROM (SELECT %(q)s::vector AS vec) qv
+CROSS JOIN LATERAL {{current_scan}} n
 JOIN fabric.memory_versions v ON v.org = %(org)s AND v.memory_id = n.id
 JOIN fabric.memories m ON m.org = %(org)s AND m.id = n.id
 WHERE {{version_holds}}
@@ -233,7 +245,11 @@ JOIN fabric.memories m ON m.org = %(org)s AND m.id = a.id
 -- now and live.
 (fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
                   %(valid_at)s, %(known_at)s, %(include_superseded)s)
- AND (NOT %(live_only)s OR (v.expired_at IS NULL AND v.state = 'live')))
+ AND (NOT %(live_only)s OR {{live_version}}))
+
+-- fragment: live_version
+-- The version v is believed now and live (what placement compares a write with).
+(v.expired_at IS NULL AND v.state = 'live')
 
 -- fragment: memories_that_hold
 -- The org's memories m whose version v holds (version_holds), within subject_prefix when one is given
@@ -245,43 +261,46 @@ WHERE m.org = %(org)s AND {{version_holds}}
 
 -- fragment: current_scan
 -- The current-state index scan: scan_limit candidates of the org from fabric.current_embeddings' HNSW
--- index (the org's own partial index when it has one: fabric/read/indexes.py), nearest first; the
--- caller joins memory_versions and applies the time filter after it. Nearly every row there holds
+-- index (the org's own partial index when it has one: fabric/read/indexes.py), nearest to qv.vec (the
+-- caller's query vector: a one-row `(SELECT %(q)s::vector AS vec) qv`, or placement's batch of them,
+-- LATERAL), nearest first; the caller joins memory_versions and applies the time filter after it. Nearly every row there holds
 -- now (the few that do not: a valid time ended since the memory's last change, or one that starts in
 -- the future), and with the filter outside the scan the planner estimates the org's share alone.
 -- Inside it, the join to memory_versions was estimated to keep ~3 in 100 of the org's rows (each key
 -- column's selectivity multiplied), which made the exact sort of a 4-percent org look cheaper than
 -- the index: 7.0 -> 1.8 ms of CPU at 100k memories (k 10).
-(SELECT c.memory_id AS id, c.embedding <=> %(q)s::vector AS distance
+(SELECT c.memory_id AS id, c.embedding <=> qv.vec AS distance
  FROM fabric.current_embeddings c
  WHERE c.org = %(org)s
    AND (%(subject_prefix)s::text IS NULL
         OR EXISTS (SELECT 1 FROM fabric.memories s WHERE s.org = c.org AND s.id = c.memory_id
                    AND fabric_api.under(s.subject, %(subject_prefix)s)))
- ORDER BY c.embedding <=> %(q)s::vector
+ ORDER BY c.embedding <=> qv.vec
  LIMIT %(scan_limit)s)
 
 -- fragment: vector_leg
 -- The vector leg of search and search_vector, three CTEs: `ann`, the HNSW index scan (one branch
 -- runs: current state or time travel; the other's one-time filter is false, and both are off in
 -- lexical mode, where q is NULL); `qualifying`, the exact scan over every memory that qualifies, run
--- only when the index scan came up short of pool rows; `nearest`, whichever of the two answers.
+-- only when the index scan came up short of pool rows; `nearest`, whichever of the two answers. Each
+-- row carries the state of the version that holds (hybrid ranking reads it: `keyed`).
 ann AS MATERIALIZED (
-    (SELECT n.id, n.distance   -- current state: the scan, then the time filter on its candidates
-     FROM {{current_scan}} n
+    (SELECT n.id, n.distance, v.state   -- current state: the scan, then the time filter on its candidates
+     FROM (SELECT %(q)s::vector AS vec) qv
+     CROSS JOIN LATERAL {{current_scan}} n
      JOIN fabric.memory_versions v ON v.org = %(org)s AND v.memory_id = n.id
      WHERE %(current)s AND %(mode)s <> 'lexical' AND {{version_holds}}
      ORDER BY n.distance
      LIMIT %(pool)s)
   UNION ALL
-    (SELECT m.id, m.embedding <=> %(q)s::vector AS distance   -- time travel: the filter in the scan
+    (SELECT m.id, m.embedding <=> %(q)s::vector AS distance, v.state   -- time travel: the filter in the scan
      {{memories_that_hold}}
        AND NOT %(current)s AND %(mode)s <> 'lexical'
      ORDER BY m.embedding <=> %(q)s::vector
      LIMIT %(pool)s)
 ),
 qualifying AS MATERIALIZED (
-    SELECT m.id, m.embedding <=> %(q)s::vector AS distance
+    SELECT m.id, m.embedding <=> %(q)s::vector AS distance, v.state
     {{memories_that_hold}}
       AND %(mode)s <> 'lexical'
       AND (SELECT count(*) FROM ann) < %(pool)s
@@ -289,9 +308,9 @@ qualifying AS MATERIALIZED (
                                       WHERE c.org = m.org AND c.memory_id = m.id))
 ),
 nearest AS (
-    SELECT id, distance FROM ann WHERE (SELECT count(*) FROM ann) >= %(pool)s
+    SELECT id, distance, state FROM ann WHERE (SELECT count(*) FROM ann) >= %(pool)s
   UNION ALL
-    (SELECT id, distance FROM qualifying ORDER BY distance, id LIMIT %(pool)s)
+    (SELECT id, distance, state FROM qualifying ORDER BY distance, id LIMIT %(pool)s)
 )
 
 -- name: search_context

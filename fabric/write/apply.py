@@ -27,8 +27,8 @@ from ..placement.intervals import Revision
 from ..placement.tree import NodePlan, chain_lookup, chain_of, plan
 from ..placement.validator import Candidate, Decision, IncomingWrite, Validator, check_decision, pregate
 from ..read.indexes import org_index_name
-from ..read.search import (CURRENT_INDEX, ITERATIVE_SCAN_SINCE, VECTOR_SQL, pgvector_version, search_params,
-                           session_settings)
+from ..read.search import (CURRENT_INDEX, CURRENT_OVERFETCH, ITERATIVE_SCAN_SINCE, VECTOR_SQL, pgvector_version,
+                           search_params, session_settings)
 from ..sql import q
 from ..types import Placement, utcnow
 from . import ledger
@@ -116,7 +116,9 @@ def gather_batch(conn: Conn, writes: Sequence[IncomingWrite], embeddings: np.nda
     with conn.pipeline():
         for stmt, args in current if settings else ():
             conn.execute(stmt, args)
-        near_cur = conn.execute(q("nearest_live_batch"), {"org": org, "k": want, "vectors": vectors})
+        near_cur = conn.execute(q("nearest_live_batch"), {"org": org, "k": want, "vectors": vectors,
+                                                           "scan_limit": CURRENT_OVERFETCH * want,
+                                                           "subject_prefix": None})
         available_cur = conn.execute(q("live_available"), {"org": org, "k": want})
         key_cur = conn.execute(q("key_members_batch"), {
             "org": org, "subjects": [keys[i][0] for i in keyed], "relations": [keys[i][1] for i in keyed],

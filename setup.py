@@ -5,6 +5,6 @@ so an installed fabric can migrate without the source tree."""
 from setuptools import find_packages, setup
 
 setup(
-    packages=find_packages(include=["fabric*", "workers*"]) + ["fabric.migrations"],
+    packages=find_packages(include=["fabric*", "workers*"]) + ["fabric.migrations", "fabric.migrations.versions"],
     package_dir={"fabric.migrations": "migrations"},
 )

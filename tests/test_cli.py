@@ -215,10 +215,14 @@ def test_a_bad_setting_is_one_line_naming_the_variable(variable, value, tmp_path
 @pytest.mark.integration  # a process start
 def test_an_unreachable_database_is_one_line(tmp_path):
     """libpq's reason carries a tab-indented hint on a second line, which the CLI printed as it was."""
+    # A Redis URL too: without one the command starts an embedded Redis in the data folder (it outlives
+    # the command by design), which a test's temporary folder would leak.
     res = fabric_cmd("current", "Ada", "employer", env={
-        "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none", "FABRIC_DATA_DIR": str(tmp_path)})
+        "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none", "REDIS_URL": "redis://127.0.0.1:1/0",
+        "FABRIC_DATA_DIR": str(tmp_path)})
     assert res.returncode == 1
     assert res.stderr.startswith("error: cannot connect to PostgreSQL: ") and res.stderr.count("\n") == 1, res.stderr
+    assert not list(tmp_path.iterdir()), "nothing was started"
 
 
 def test_redis_down_is_one_line_for_the_commands_that_need_it(database_url, data_dir, org):

@@ -112,6 +112,10 @@ def test_an_unsure_invalidation_is_not_applied(openai_stub):
         ("Oskar Lind plays in an orchestra.", "Oskar Lind plays viola in the Riverside orchestra on Sundays.",
          answer("contradiction_fork", "m1", subject="Oskar Lind", relation="instrument", value="viola",
                 target_value="cello"), "'cello') is not in the target"),
+        # an old value from another memory that shares one word with the target
+        ("Noor Aziz thanked Pim Vries for the help with Heron.", "Pim Vries fixed a bug in the Heron billing module.",
+         answer("contradiction_fork", "m1", subject="Pim Vries", relation="fixed_bug_in", value="Heron billing module",
+                target_value="Heron reporting module"), "is not in the target"),
         ("The depot is in Leeds.", "Leeds is where the depot is found.",
          answer("contradiction_fork", "m1", subject="depot", relation="location", value="Leeds city",
                 target_value="Leeds city"), "is the new one"),

@@ -704,6 +704,7 @@ class Aligned:
     new_value: str = ""
     relation: str = ""   # a name for the attribute, from the old sentence's words ("name_parrot")
     veto: bool = False   # a structural reason that overrules the lexicon (a qualifier swap, a relative, a unit)
+    unread: bool = False  # "separate" only for want of one relation read in both (no reason seen to separate)
 
 
 def _tokens(r: Reading, shared: set[str]) -> list[str]:
@@ -934,7 +935,7 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     if not gained:
         return Aligned("unknown", "the new sentence drops a name")
     if len(lost) > 1 or len(gained) > 1:
-        return Aligned("separate", "more than one name changed")
+        return Aligned("separate", "more than one name changed", unread=True)
     a, b = lost[0], gained[0]
     if a.kind == b.kind == "time" and len(b.key.split()) == 4 and b.key.split()[:2] == a.key.split():
         # "opens at 9 am" / "opens at 9 am and closes at 6 pm": hours ("09 00 18 00") that start at the old time
@@ -980,7 +981,7 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
                        canonical(old_text)[a.start:a.end], canonical(new_text)[b.start:b.end],
                        relation_name(old, shared))
     if not shared and not (a.kind != "name" or version or gone and not only_new) or not shared and len(wo & wn) < 2:
-        return Aligned("separate", "no shared name")
+        return Aligned("separate", "no shared name", unread=True)
     if old.negated != new.negated:
         return Aligned("separate", "one side negates")
     if _told_as_past(old.text) != _told_as_past(new.text):
@@ -995,7 +996,7 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
     swapped = _swap(old, new, shared, implied)
     if swapped:  # another noun: another attribute; another predicate: maybe a rewording, but unsure
         return Aligned("separate", f"another {'attribute' if swapped[1] else 'predicate'} in the same frame "
-                                   f"({swapped[0]})", veto=swapped[1])
+                                   f"({swapped[0]})", veto=swapped[1], unread=not swapped[1])
     roles_old, roles_new = _roles(old, shared), _roles(new, shared)
     if roles_old and roles_new and not roles_old & roles_new:  # "the owner of X" / "X's head baker"
         return Aligned("separate", f"another role ({' '.join(sorted(roles_old))} / {' '.join(sorted(roles_new))})")
@@ -1020,11 +1021,12 @@ def compare_aligned(old_text: str, new_text: str, similarity: Callable[[str, str
         why = "the old value named as replaced, no other relation said"
     elif only_old or only_new:
         if sentence_similarity < FAR:  # no phrase embedded for sentences this far apart
-            return Aligned("separate", f"other words, sentences far apart ({sentence_similarity:.2f} < {FAR})")
+            return Aligned("separate", f"other words, sentences far apart ({sentence_similarity:.2f} < {FAR})",
+                           unread=True)
         sim = similarity(_phrase(old, shared), _phrase(new, shared))
         needed = SAME_RELATION if a.kind not in _TELLING else SAME_RELATION_TELLING
         if sim < needed:
-            return Aligned("separate", f"another relation (masked similarity {sim:.2f} < {needed})")
+            return Aligned("separate", f"another relation (masked similarity {sim:.2f} < {needed})", unread=True)
         why = f"the relation reworded (masked similarity {sim:.2f})"
     old_value = canonical(old_text)[a.start:a.end]
     new_value = canonical(new_text)[b.start:b.end]

@@ -436,14 +436,8 @@ def _key(r: Reading, text: str) -> tuple[str, str, str] | None:
 _INVERSE = {"employer": "employees", "manager": "reports", "ceo": "ceo_of", "owner": "holdings"}
 
 
-# The alignment's outcomes that say only that it could not read one relation in both sentences (not that it saw
-# another subject, a relative, a unit, a qualifier, a negation, many values or the past). "No shared name" and
-# "more than one name changed" are here because compare itself asks for one shared subject and one value a side
-# (after "we" / "our" beside "I", and dates of the statement, are read).
-_UNREAD = ("no names", "the same names, other words", "another relation (masked similarity", "another predicate",
-           "other words, sentences far apart", "the new sentence drops a name", "the same names and a new one",
-           "no shared name", "more than one name changed")
-
-
 def unread(aligned: Aligned) -> bool:
-    return aligned.verdict == "unknown" or aligned.verdict == "separate" and aligned.why.startswith(_UNREAD)
+    """Did the alignment only fail to read one relation in both sentences (not see another subject, a relative,
+    a unit, a qualifier, a negation, many values or the past)? "No shared name" and "more than one name
+    changed" count, because compare itself asks for one shared subject and one value a side."""
+    return aligned.verdict == "unknown" or aligned.unread

@@ -354,3 +354,4 @@ def test_the_index_statement_answers_as_the_exact_one(fab, org):
     assert len(everything) == 3 and moved.memory_id in [r["id"] for r in everything]
     assert [r["vector_rank"] for r in everything] == [1, 2, 3]
     assert [r["score"] for r in everything] == sorted((r["score"] for r in everything), reverse=True)
+

@@ -38,6 +38,7 @@ from typing import Any, Sequence
 from . import attributes
 from .align import RELATIVES, Aligned, canonical, clauses, compare_aligned, read, relation_similarity, single_key
 from .attributes import unread
+from .keys import borrow_key
 from .states import state, title
 from .facts import RELATIONS, Fact, _numeric, compare, extract, keyable, shared_relation, value_key
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
@@ -421,20 +422,31 @@ def state_key(text: str) -> tuple[str, str, str] | None:
 
 def with_text_keys(write: IncomingWrite, decision: Decision, candidates: Sequence[Candidate]) -> Decision:
     """A text-only write placed in the tree as a fact of its own (a new branch, a correction) gets the key
-    its sentence states, when it reads one. A refinement does not: its parent holds the key."""
-    if write.keyed or decision.subject is not None or decision.kind in ("duplicate", "child_update"):
+    its sentence states, when it reads one, spelled as its org already spells that subject and attribute
+    (keys.borrow_key). A refinement does not: its parent holds the key."""
+    if write.keyed or decision.kind in ("duplicate", "child_update"):
         return decision
+    if decision.subject is not None:
+        return _borrowed(decision, decision.subject, decision.relation, decision.value, candidates)
     target = next((c for c in candidates if c.id == decision.target_id), None)
     fact = extract(write.content, target.content if target else None)
     if fact is None or fact.loose and not (fact.lexical or fact.negated or fact.past):
         # outside the lexicon: a state or a job title in words, a key only where the grammar marks the subject,
         # else the attribute the sentence means (attributes.key: the names other wordings of it get)
         key = state_key(write.content) or single_key(write.content) or attributes.key(write.content)
-        return replace(decision, subject=key[0], relation=key[1], value=key[2]) if key else decision
+        return _borrowed(decision, *key, candidates) if key else decision
     if not keyable(fact):
         return decision
     subject, relation = canonical_key(fact, target, fact.relation)
-    return replace(decision, subject=subject, relation=relation, value=fact.value)
+    return _borrowed(decision, subject, relation, fact.value, candidates)
+
+
+def _borrowed(decision: Decision, subject: str, relation: str | None, value: str | None,
+              candidates: Sequence[Candidate]) -> Decision:
+    if relation is None:
+        return decision
+    subject, relation = borrow_key(subject, relation, candidates)
+    return replace(decision, subject=subject, relation=relation, value=value)
 
 
 def in_time(write: IncomingWrite, decision: Decision, candidates: Sequence[Candidate]) -> Decision:

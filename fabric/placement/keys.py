@@ -1,7 +1,7 @@
 """One key per fact: when two stored keys name the same subject and the same attribute.
 
 Writers and readers spell keys differently ("PELLUCID SYSTEMS" / "Pellucid Systems", "I" / "User",
-"mobile" / "phone" / "number", "elected_mayor" / "mayor"). Two uses:
+"works_for" / "employer", "chief executive" / "ceo"). Two uses:
 - the read-time safety net (fabric/read/search.py, `flag_conflicts`) groups live results by
   (`subject_key`, `attribute_of`): one group is one fact, and its later version is the answer;
 - a text-only write's key takes the spelling its org already uses for that subject and attribute
@@ -20,7 +20,6 @@ from .facts import RELATIONS
 from .validator import Candidate, normalise
 
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "user", "the user"})
-_MULTI = frozenset(r.name for r in RELATIONS if r.multi)
 
 
 def subject_key(subject: str) -> str:
@@ -53,58 +52,12 @@ def attribute_of(relation: str) -> str | None:
     return snake or None
 
 
-_PHONE = re.compile(r"\+?\d[\d\s().-]{5,}\d")
-_DATE = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b|\d{4}-\d\d-\d\d", re.IGNORECASE)
-
-
-def value_kind(value: str) -> str:
-    """The sort of a stored value, as the attribute classifier sorts them (align._kind)."""
-    v = value.strip()
-    if "@" in v:
-        return "email"
-    if _PHONE.fullmatch(v) and len(re.sub(r"\D", "", v)) >= 7:
-        return "phone"
-    if _DATE.search(v):
-        return "date"
-    return "number" if re.match(r"[$€£]?\d", v) else "name"
-
-
-@lru_cache(maxsize=4096)
-def meant_attribute(relation: str, kind: str = "name") -> str | None:
-    """`attribute_of`, and for a name it leaves as it is, the attribute the classifier reads in
-    "X's <relation> is Y" for a value of sort `kind` ("mobile", a phone number -> phone), when it is
-    sure; None for many values."""
-    from .attributes import classify_frame
-
-    name = attribute_of(relation)
-    if name is None or name != _snake(relation):
-        return name
-    found = classify_frame(f"X's {name.replace('_', ' ')} is Y", kind).attribute
-    if found is None:
-        return name
-    return None if found.multi else found.name
-
-
-def _head(relation: str) -> tuple[str, frozenset[str]]:
-    words = _snake(relation).split("_")
-    return words[-1], frozenset(words)
-
-
-def same_attribute(a: str, b: str, kind: str = "name") -> bool:
-    """Do two relation names, with values of sort `kind`, mean one attribute (of one value at a time)?
-    By name or lexicon group, by the classifier, or, for names neither knows, one name's words holding
-    the other's and both ending on the same noun ("elected_mayor" / "mayor", "after_rename_ticker" /
-    "ticker")."""
-    ma, mb = meant_attribute(a, kind), meant_attribute(b, kind)
-    if ma is None or mb is None:
-        return False
-    if ma == mb:
-        return True
-    known = {r.name for r in RELATIONS}
-    if ma in known or mb in known or ma != _snake(a) or mb != _snake(b):
-        return False  # one of them is a known attribute, and the other is not it
-    (ha, wa), (hb, wb) = _head(a), _head(b)
-    return ha == hb and (wa <= wb or wb <= wa)
+def same_attribute(a: str, b: str) -> bool:
+    """Do two relation names mean one attribute of one value at a time (`attribute_of`: "works_for" /
+    "employer", "chief executive" / "ceo")? Names outside the lexicon only by name: a qualifier may make
+    another attribute ("office_number" beside "phone", "personal_email" beside "email")."""
+    found = attribute_of(a)
+    return found is not None and found == attribute_of(b)
 
 
 def borrow_key(subject: str, relation: str, candidates: Sequence[Candidate]) -> tuple[str, str]:
@@ -119,3 +72,68 @@ def borrow_key(subject: str, relation: str, candidates: Sequence[Candidate]) -> 
     if same:
         return max(same, key=lambda c: c.similarity).subject or subject, relation
     return subject, relation
+
+
+# ----------------------------------------------------------------------------------------- keys of notes
+
+_NAME = r"[A-Z][\w&.-]*(?:\s+(?:[A-Z][\w&.-]*|&|of|de|la|van|von|du))*(?<!\s(?:of|de|la|du))"
+_LOWER_NAME = r"[a-z][\w&.-]*(?:\s+[a-z][\w&.-]*){0,3}"
+_ACRONYM = r"[A-Z]{2,5}"
+_LABEL = rf"(?:{_ACRONYM}|[A-Za-z][a-z-]*)(?:\s+[a-z][a-z-]*){{0,2}}"      # may open the sentence
+_INNER_LABEL = rf"(?:{_ACRONYM}|[a-z][a-z-]*)(?:\s+[a-z][a-z-]*){{0,2}}"  # after a name: lower case or an acronym
+_COPULA = r"(?:\s+(?:is|are)\s+(?:now\s+)?|\s*[:=]\s+|\s+(?:->|→)\s+)"  # (align.note reads most notes as "is")
+_VALUE = r"(?P<value>.+?)"
+_VALUE_END = r"(?:\s*(?:\(|,\s|;|\s[-—–]\s|\s(?:since|after|from|as of|until|starting|effective)\s).*)?[.!]?$"
+# "Oriel Hotels room count is 2.4k" (notes are read as "X is Y": align.note), "Marrowby's mayor is ..."
+_SUBJECT_LABEL = re.compile(rf"^(?P<subject>{_NAME})(?P<owner>['’]s?)?\s+(?P<label>{_INNER_LABEL}){_COPULA}{_VALUE}"
+                            + _VALUE_END)
+# "Mayor of Marrowby is ...", "Beds at Riverwick Hospital: 495"
+_LABEL_OF = re.compile(rf"^(?:The\s+)?(?P<label>{_LABEL})\s+(?:of|at|for|on)\s+(?:the\s+)?(?P<subject>{_NAME})"
+                       rf"{_COPULA}{_VALUE}" + _VALUE_END)
+# "odalys fennimore - employer: Harrowgate Bank", "Tollbridge Academy — principal: Dr Nkemdirim"
+_DASHED = re.compile(rf"^(?P<subject>{_NAME}|{_LOWER_NAME})\s+[-—–]\s+(?P<label>{_LABEL})\s*[:=]\s+{_VALUE}"
+                     + _VALUE_END)
+# all in lower case: "celandine tech cto is Yevgenia Roth" (the label is the lexicon's, see `_split`)
+_LOWER = re.compile(rf"^(?P<head>{_LOWER_NAME}\s+[a-z][a-z-]*(?:\s+[a-z][a-z-]*)?){_COPULA}{_VALUE}" + _VALUE_END)
+# words a label is never made of: it names a thing, it does not tell a statement
+_NOT_LABEL = frozenset("""is are was were has have had will would can the a an and or to in on at with not no now also
+    new old current just still only really""".split())
+_LEXICON = frozenset(r.name for r in RELATIONS)
+
+
+def _split(head: str) -> tuple[str, str] | None:
+    """A lower-case "<subject> <label>": the label is the last one or two words, and a lexicon group."""
+    words = head.split()
+    for n in (2, 1):
+        if len(words) > n and attribute_of(" ".join(words[-n:])) in _LEXICON:
+            return " ".join(words[:-n]), " ".join(words[-n:])
+    return None
+
+
+def _parts(t: str) -> tuple[str, str, str] | None:
+    """(subject, label, value) of a labelled note, or None."""
+    for pattern in (_DASHED, _LABEL_OF, _SUBJECT_LABEL):
+        m = pattern.match(t)
+        if m is not None and not (pattern is _SUBJECT_LABEL and t.startswith("The ") and not m.group("owner")):
+            return m.group("subject"), m.group("label"), m.group("value")  # ("The Lisbon office": a modifier)
+    m = _LOWER.match(t)
+    split = _split(m.group("head")) if m else None
+    return (*split, m.group("value")) if m and split else None
+
+
+def note_key(text: str) -> tuple[str, str, str] | None:
+    """The (subject, attribute, value) of a note that labels a value ("Oriel Hotels room count: 2.4k",
+    "Mayor of Marrowby: Yusra Pemberton", "odalys fennimore - employer: Harrowgate Bank (since May)"):
+    the label names the attribute, by the lexicon's group when it is one ("chief executive" -> ceo),
+    else in its own words. The value is a name, a number or an address; not for attributes of many
+    values, nor a label that reads as a statement."""
+    from .align import _CHANGE, canonical
+
+    parts = _parts(canonical(text))
+    if parts is None:
+        return None
+    subject, label, value = parts[0].strip(), parts[1].lower(), parts[2].strip(" .!")
+    if set(label.split()) & (_NOT_LABEL | _CHANGE) or not re.match(r"[A-Z0-9$€£+]|\S*@", value) or len(value.split()) > 6:
+        return None
+    relation = attribute_of(label)
+    return (subject, relation, value) if relation else None

@@ -56,7 +56,7 @@ from psycopg import sql
 from psycopg.rows import tuple_row
 
 from ..placement.facts import value_key
-from ..placement.keys import same_attribute, subject_key, value_kind
+from ..placement.keys import same_attribute, subject_key
 from ..sql import q
 from .indexes import org_index_name
 from .intent import read_question
@@ -402,11 +402,9 @@ def _keyed(row: dict[str, Any]) -> bool:
 def _one_fact(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Do two keyed rows of one subject state one fact? The same stored relation; both the attribute the
     question asks about (`attribute_match`); or two relation names of one attribute of one value at a time
-    (fabric/placement/keys.py: "mobile" / "phone", "elected_mayor" / "mayor"; never languages, sites ...)."""
-    if a["relation"] == b["relation"] or (a.get("attribute_match") == 1 and b.get("attribute_match") == 1):
-        return True
-    kind = value_kind(str(a["value"]))
-    return kind == value_kind(str(b["value"])) and same_attribute(a["relation"], b["relation"], kind)
+    (fabric/placement/keys.py: "works_for" / "employer"; never languages, sites ...)."""
+    return a["relation"] == b["relation"] or (a.get("attribute_match") == 1 and b.get("attribute_match") == 1) \
+        or same_attribute(a["relation"], b["relation"])
 
 
 def _facts(rows: list[dict[str, Any]]) -> list[list[int]]:
@@ -437,8 +435,7 @@ def flag_conflicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     different values of one fact (one subject, one attribute: see `_facts`), the one with the later
     valid_from is the answer. It takes the best rank the fact had among the results, and each other value
     is flagged with `conflict_with` = the answer's id (and ranked after it). Other rows keep their places.
-    Cheap: it compares the keyed rows of one subject (<= k), and the attribute classifier is asked at most
-    once per relation name a process sees outside the lexicon."""
+    Cheap: it compares the keyed rows of one subject (<= k) by their names (no model, no query)."""
     for row in rows:
         row.setdefault("conflict_with", None)
     order = list(range(len(rows)))

@@ -110,6 +110,16 @@ def _split(head: str) -> tuple[str, str] | None:
     return None
 
 
+def _label_word(subject: str) -> bool:
+    """Is a one-word subject a word of labels ("Phone", "Budget", "Home"), not a name?"""
+    from .align import _HOLDER_WORDS
+    from .attributes import ATTRIBUTES
+
+    word = subject.casefold()
+    return " " not in word and (word in _HOLDER_WORDS or word in _LEXICON or any(a.name == word for a in ATTRIBUTES)
+                                or attribute_of(word) in _LEXICON)
+
+
 def _parts(t: str) -> tuple[str, str, str] | None:
     """(subject, label, value) of a labelled note, or None."""
     for pattern in (_DASHED, _LABEL_OF, _SUBJECT_LABEL):
@@ -133,6 +143,8 @@ def note_key(text: str) -> tuple[str, str, str] | None:
     if parts is None:
         return None
     subject, label, value = parts[0].strip(), parts[1].lower(), parts[2].strip(" .!")
+    if _label_word(subject):
+        return None  # "Phone network: Kinsale Telecom": a capitalised label, no subject
     if set(label.split()) & (_NOT_LABEL | _CHANGE) or not re.match(r"[A-Z0-9$€£+]|\S*@", value) or len(value.split()) > 6:
         return None
     relation = attribute_of(label)

@@ -99,6 +99,7 @@ _LOWER = re.compile(rf"^(?P<head>{_LOWER_NAME}\s+[a-z][a-z-]*(?:\s+[a-z][a-z-]*)
 _NOT_LABEL = frozenset("""is are was were has have had will would can the a an and or to in on at with not no now also
     new old current just still only really""".split())
 _LEXICON = frozenset(r.name for r in RELATIONS)
+_LIST = re.compile(r",\s+[A-Z0-9]")  # a name after a comma: more values, or more of an address
 
 
 def _split(head: str) -> tuple[str, str] | None:
@@ -121,14 +122,23 @@ def _label_word(subject: str) -> bool:
 
 
 def _parts(t: str) -> tuple[str, str, str] | None:
-    """(subject, label, value) of a labelled note, or None."""
+    """(subject, label, value) of a labelled note, or None. Not a value that a name follows after a comma
+    (a list, or an address cut short: "Fenella Orr, Ewan Dyce and ...", "Unit 9, Millbay Park")."""
+    found: tuple[str, str, str] | None = None
+    m = None
     for pattern in (_DASHED, _LABEL_OF, _SUBJECT_LABEL):
         m = pattern.match(t)
         if m is not None and not (pattern is _SUBJECT_LABEL and t.startswith("The ") and not m.group("owner")):
-            return m.group("subject"), m.group("label"), m.group("value")  # ("The Lisbon office": a modifier)
-    m = _LOWER.match(t)
-    split = _split(m.group("head")) if m else None
-    return (*split, m.group("value")) if m and split else None
+            found = m.group("subject"), m.group("label"), m.group("value")  # ("The Lisbon office": a modifier)
+            break
+    else:
+        m = _LOWER.match(t)
+        split = _split(m.group("head")) if m else None
+        found = (*split, m.group("value")) if m and split else None
+    if found is None or m is None or _LIST.match(t, m.end("value")):
+        return None
+    return found
+
 
 
 def note_key(text: str) -> tuple[str, str, str] | None:
@@ -145,7 +155,9 @@ def note_key(text: str) -> tuple[str, str, str] | None:
     subject, label, value = parts[0].strip(), parts[1].lower(), parts[2].strip(" .!")
     if _label_word(subject):
         return None  # "Phone network: Kinsale Telecom": a capitalised label, no subject
-    if set(label.split()) & (_NOT_LABEL | _CHANGE) or not re.match(r"[A-Z0-9$€£+]|\S*@", value) or len(value.split()) > 6:
+    if set(label.split()) & (_NOT_LABEL | _CHANGE) or len(value.split()) > 6:
         return None
+    if not re.match(r"[A-Z0-9$€£+]|\S*@", value):
+        return None  # a state in words ("is red", "is closed"), not a name, a number or an address
     relation = attribute_of(label)
     return (subject, relation, value) if relation else None

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from fabric.placement.keys import attribute_of, borrow_key, note_key, same_attribute, subject_key
+from fabric.placement.keys import attribute_of, borrow_key, counted, note_key, plain_key, same_attribute, subject_key
 from fabric.placement.rules import with_text_keys
 from fabric.placement.validator import Candidate, Decision, IncomingWrite
 from fabric.read.search import flag_conflicts
@@ -124,7 +124,7 @@ def test_a_placed_note_gets_the_key_of_the_sentence_it_restates():
 
 
 @pytest.mark.parametrize("text, key", [
-    ("Harbourview Clinic bed count: 310", ("Harbourview Clinic", "bed_count", "310")),
+    ("Harbourview Clinic bed count: 310", ("Harbourview Clinic", "beds", "310")),
     ("Warden of Kelso Castle: Fenella Orr", ("Kelso Castle", "warden", "Fenella Orr")),
     ("Pips at Moorland Kennels = 14 (after the spring litters)", ("Moorland Kennels", "pips", "14")),
     ("tamsin oyelaran - employer: Quarry Works (started 3 Feb 2025)", ("tamsin oyelaran", "employer", "Quarry Works")),
@@ -147,3 +147,26 @@ def test_a_labelled_note_states_its_key(text, key):
 ])
 def test_what_is_not_a_labelled_note(text):
     assert note_key(text) is None
+
+
+@pytest.mark.parametrize("text, key", [
+    ("Moorland Kennels has 14 pups.", ("Moorland Kennels", "pups", "14")),
+    ("After the spring litters, Moorland Kennels is up to 22 pups.", ("Moorland Kennels", "pups", "22")),
+    ("Fenella Orr: fenella@kelso-castle.test", ("Fenella Orr", "email", "fenella@kelso-castle.test")),
+    ("Ewan Dyce is +44 7700 900555", ("Ewan Dyce", "phone", "+44-7700-900555")),
+])
+def test_a_count_or_a_contact_states_its_key(text, key):
+    assert plain_key(text) == key
+
+
+@pytest.mark.parametrize("text", ["Moorland Kennels had 14 pups.",        # the past
+                                  "Moorland Kennels has 14 staff and a vet.",  # no plural of things: the lexicon's
+                                  "Phone: +44 7700 900555",                   # a label, no subject
+                                  "Fenella Orr wrote to fenella@kelso-castle.test"])
+def test_what_is_no_count_or_contact(text):
+    assert plain_key(text) is None
+
+
+def test_a_count_labelled_in_a_note_is_the_count_of_its_things():
+    assert note_key("Moorland Kennels pup count: 30") == ("Moorland Kennels", "pups", "30")
+    assert counted("number of pups") == counted("pup count") == "pups" and counted("captain") == "captain"

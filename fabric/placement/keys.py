@@ -159,5 +159,37 @@ def note_key(text: str) -> tuple[str, str, str] | None:
         return None
     if not re.match(r"[A-Z0-9$€£+]|\S*@", value):
         return None  # a state in words ("is red", "is closed"), not a name, a number or an address
-    relation = attribute_of(label)
+    relation = attribute_of(counted(label))
     return (subject, relation, value) if relation else None
+
+
+# "Solenne Abiodun is solenne@abiodun.test" (notes are read as "X is Y"): an address or a number says its attribute
+_CONTACT = re.compile(rf"^(?P<subject>{_NAME})(?:\s+is|\s*:)\s+(?:now\s+)?"
+                      r"(?P<value>\S+@[\w-]+(?:\.[\w-]+)+|\+?\d[\d-]{6,}\d)[.!]?$")
+# "Riverwick Hospital has 420 beds", "With the new wing, Riverwick Hospital is up to 560 beds": a count of a thing
+_COUNT = re.compile(rf"^(?:[^,]{{1,40}},\s+)?(?:The\s+)?(?P<subject>{_NAME})\s+(?:now\s+|still\s+)?"
+                    r"(?:has|have|is up to|is down to)\s+(?:(?:about|around|roughly|nearly|almost|over|some)\s+)?"
+                    r"(?P<value>\d[\d,.]*k?)\s+(?P<noun>[a-z]{3,}s)\b")
+# "room count", "number of rooms": the things counted
+_COUNTED = re.compile(r"^(?:number of (?P<of>[a-z]+s)|(?P<noun>[a-z]+) count)$")
+
+
+def counted(label: str) -> str:
+    """A label of a count, as the things counted ("room count" -> "rooms"), else the label."""
+    m = _COUNTED.match(label)
+    return (m.group("of") or m.group("noun") + "s") if m else label
+
+
+def plain_key(text: str) -> tuple[str, str, str] | None:
+    """The key of a sentence that names a contact address or number, or counts a thing, where the lexicon
+    reads none: (subject, "email" / "phone", value), or (subject, the things counted, the count)."""
+    from .align import canonical
+
+    t = canonical(text)
+    m = _CONTACT.match(t)
+    if m and not _label_word(m.group("subject")):
+        return m.group("subject"), "email" if "@" in m.group("value") else "phone", m.group("value")
+    m = _COUNT.match(t)
+    if m and not _label_word(m.group("subject")) and attribute_of(m.group("noun")) == m.group("noun"):
+        return m.group("subject"), m.group("noun"), m.group("value")
+    return None

@@ -170,3 +170,14 @@ def test_what_is_no_count_or_contact(text):
 def test_a_count_labelled_in_a_note_is_the_count_of_its_things():
     assert note_key("Moorland Kennels pup count: 30") == ("Moorland Kennels", "pups", "30")
     assert counted("number of pups") == counted("pup count") == "pups" and counted("captain") == "captain"
+
+
+def test_a_head_office_is_the_headquarters_not_one_more_site():
+    from fabric.placement.rules import sentence_key
+
+    assert sentence_key("Kelso Mills has its head office in Hawick.") == ("Kelso Mills", "headquarters", "Hawick")
+    assert sentence_key("Kelso Mills opened an office in Hawick.") is None  # one more site: many values, no key
+
+
+def test_a_value_with_a_lower_case_tail_after_a_comma_is_still_a_value():
+    assert note_key("Kelso Mills hours are now 9:00-17:00, six days a week.") == ("Kelso Mills", "hours", "09:00-17:00")

@@ -159,7 +159,7 @@ RELATIONS: tuple[Relation, ...] = (
                  r"|\b(?:switched|switching|migrated|migrating|moved|moving)(?: over| everything| all)? to\b"
                  + _NOT_TEAM, multi=True),
     _rel("sites", r"\b(?:opened|opens|opening|has|have|operates|runs|added|launched|built|owns)\b(?: [\w§-]+){0,3}? "
-                  r"(?:showroom|branch|store|shop|office|factory|plant|warehouse|outlet|studio|lab|depot|clinic"
+                  r"(?:showroom|branch|store|shop|(?<!head )(?<!main )office|factory|plant|warehouse|outlet|studio|lab|depot|clinic"
                   r"|campus)s?\b", multi=True, numeric=None),
 )
 

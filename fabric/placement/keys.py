@@ -99,7 +99,7 @@ _LOWER = re.compile(rf"^(?P<head>{_LOWER_NAME}\s+[a-z][a-z-]*(?:\s+[a-z][a-z-]*)
 _NOT_LABEL = frozenset("""is are was were has have had will would can the a an and or to in on at with not no now also
     new old current just still only really""".split())
 _LEXICON = frozenset(r.name for r in RELATIONS)
-_LIST = re.compile(r",\s+[A-Z0-9]")  # a name after a comma: more values, or more of an address
+_LIST = re.compile(r",\s+[A-Z]")  # a name after a comma: more values, or more of an address
 
 
 def _split(head: str) -> tuple[str, str] | None:

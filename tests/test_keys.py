@@ -8,7 +8,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from fabric.placement.keys import attribute_of, borrow_key, counted, note_key, plain_key, same_attribute, subject_key
+from fabric.placement.keys import (attribute_of, borrow_key, counted, note_key, plain_key, same_attribute, subject_key,
+                                  title_key)
 from fabric.placement.rules import with_text_keys
 from fabric.placement.validator import Candidate, Decision, IncomingWrite
 from fabric.read.search import flag_conflicts
@@ -181,3 +182,27 @@ def test_a_head_office_is_the_headquarters_not_one_more_site():
 
 def test_a_value_with_a_lower_case_tail_after_a_comma_is_still_a_value():
     assert note_key("Kelso Mills hours are now 9:00-17:00, six days a week.") == ("Kelso Mills", "hours", "09:00-17:00")
+
+
+@pytest.mark.parametrize("text, key", [
+    ("Wren Halloway is a junior analyst.", ("Wren Halloway", "job_title", "junior analyst")),
+    ("I'm now ward manager - since March.", ("User", "job_title", "ward manager")),
+    ("Ilse Brand has become head nurse.", ("Ilse Brand", "job_title", "head nurse")),
+])
+def test_a_title_in_lower_case_words_keys_its_holder(text, key):
+    assert title_key(text) == key
+
+
+@pytest.mark.parametrize("text", ["Wren Halloway was a junior analyst.", "Wren Halloway is a former nurse.",
+                                  "Wren Halloway is not a nurse.", "Wren Halloway is a regular at the Crown.",
+                                  "Wren Halloway is the best analyst.", "Wren Halloway is a mother of two."])
+def test_what_is_no_title_held_now(text):
+    assert title_key(text) is None
+
+
+def test_two_titles_of_one_person_are_one_fact_for_the_net():
+    from fabric.placement.rules import sentence_key
+
+    old, new = sentence_key("Wren Halloway is a junior analyst."), sentence_key("Wren Halloway got promoted to "
+                                                                                "senior analyst.")
+    assert old is not None and new is not None and old[:2] == new[:2] == ("Wren Halloway", "job_title")

@@ -193,3 +193,29 @@ def plain_key(text: str) -> tuple[str, str, str] | None:
     if m and not _label_word(m.group("subject")) and attribute_of(m.group("noun")) == m.group("noun"):
         return m.group("subject"), m.group("noun"), m.group("value")
     return None
+
+
+# "Tavish Rowe is a junior analyst", "User is now ward manager - started in May": a job title, no employer named
+_HELD_TITLE = re.compile(rf"^(?P<subject>{_NAME})\s+(?:is|has become|became)\s+(?:now\s+)?(?:(?:a|an|the)\s+)?"
+                         r"(?P<title>(?:[a-z][a-z-]*\s+){0,3}[a-z][a-z-]*)" + _VALUE_END)
+
+
+_RANKED = frozenset("best worst only first last youngest oldest favourite favorite".split())
+
+
+def title_key(text: str) -> tuple[str, str, str] | None:
+    """(subject, "job_title", title) of a sentence that gives its subject a title in lower-case words ending
+    in a job noun (states._TITLE_HEADS: analyst, manager, nurse ...), at no named employer. For the key
+    only: it decides no placement."""
+    from .align import canonical
+    from .states import _NOT_NOW, _TITLE_HEADS
+
+    t = canonical(text)
+    m = _HELD_TITLE.match(t)
+    if m is None or _NOT_NOW.search(t) or _label_word(m.group("subject")):
+        return None
+    title = m.group("title")
+    last = title.split()[-1]
+    if not _TITLE_HEADS.fullmatch(last) or set(title.split()) & (_NOT_LABEL | _RANKED):
+        return None  # ("the best analyst", "the only nurse": praise, not a title)
+    return m.group("subject"), "job_title", title

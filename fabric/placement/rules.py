@@ -38,7 +38,7 @@ from typing import Any, Sequence
 from . import attributes
 from .align import RELATIVES, Aligned, canonical, clauses, compare_aligned, read, relation_similarity, single_key
 from .attributes import unread
-from .keys import borrow_key, note_key, plain_key, same_attribute
+from .keys import borrow_key, note_key, plain_key, same_attribute, title_key
 from .states import state, title
 from .facts import RELATIONS, Fact, _numeric, compare, extract, keyable, shared_relation, value_key
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
@@ -445,7 +445,7 @@ def sentence_key(text: str, other: str | None = None) -> tuple[str, str, str] | 
     (attributes.key: the names other wordings of it get)."""
     fact = extract(text, other)
     if fact is None or fact.loose and not (fact.lexical or fact.negated or fact.past):
-        return state_key(text) or single_key(text) or attributes.key(text) or plain_key(text)
+        return state_key(text) or single_key(text) or attributes.key(text) or plain_key(text) or title_key(text)
     if not keyable(fact):
         return None
     subject, relation = canonical_key(fact, None, fact.relation)

@@ -143,8 +143,9 @@ def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, 
 
 
 def statement_for(mode: str, iterative: bool = False, current: bool = False, small: bool = False) -> str:
-    """Hybrid and lexical run `search`, or for a small org (`small`, see small_org) `search_exact`. Vector mode runs `search_vector` (index scan, exact scan when it
-    comes up short); with iterative scans (`iterative`) it first runs the index scan alone, of the
+    """Hybrid and lexical run `search`, or `search_exact` when `small` (a small org's time-travel read:
+    may_be_exact, small_org). Vector mode runs `search_vector` (index scan, exact scan when it comes up
+    short); with iterative scans (`iterative`) it first runs the index scan alone, of the
     current state (`current`: search_vector_current) or of every memory (search_vector_at): cheaper to
     plan, and it nearly always returns k rows (see `fallback_for`)."""
     if mode != "vector":

@@ -25,8 +25,8 @@ the past, a hypothetical). Deterministic: the model is, and frames are embedded 
 from __future__ import annotations
 
 import re
-from .align import _GONE_AFTER, Anchor, Reading, _phrase_vectors, canonical, read
-from .attributes import Same, _dated, _guarded
+from .align import _GONE_AFTER, _LINE_WORDS, Anchor, Reading, _periods, _phrase_vectors, canonical, read
+from .attributes import _INVERSE, Same, _dated, _guarded, classify_frame
 from .facts import number_key, value_key
 
 # Minimum cosine of the two masked frames (all-MiniLM-L6-v2): a duplicate needs the same value too, a
@@ -142,11 +142,12 @@ def compare(old_text: str, new_text: str) -> Same | None:
         return replaced
     old_subject, new_subject = found
     was, now = _values(old, old_subject), _values(new, new_subject)
-    if len(was) != 1 or len(now) != 1:
+    if len(was) != 1 or len(now) != 1 or _scoped_apart(old, new, was[0], now[0]):
         return None
     a, b = was[0], now[0]
     old_value, new_value = _spelled(old_text, a), _spelled(new_text, b)
-    similarity = _frame_similarity(_masked(old, old_subject, a), _masked(new, new_subject, b))
+    old_frame, new_frame = _masked(old, old_subject, a), _masked(new, new_subject, b)
+    similarity = _frame_similarity(_unchanged(old_frame), _unchanged(new_frame))
     subject = next(x for x in new.anchors if x.key in new_subject)
     why = f"one subject, one value, frames alike (masked similarity {similarity:.2f})"
     telling = _telling(old_value) and _telling(new_value)
@@ -155,9 +156,53 @@ def compare(old_text: str, new_text: str) -> Same | None:
             return None
         return Same("duplicate", _spelled(new_text, subject), "", old_value, new_value, why)
     if similarity < (TELLING_FRAME if telling else CHANGED_FRAME) or not _comparable(a, b) \
-            or not _says_change(old_text, new_text):
+            or not _says_change(old_text, new_text) or _order(old_frame) != _order(new_frame) \
+            or _two_attributes(old_frame, new_frame, a.kind):
         return None
     return Same("contradiction_fork", _spelled(new_text, subject), "", old_value, new_value, why + ", a change said")
+
+
+_NOW = re.compile(r"\b(?:now|these days|nowadays|anymore|any more|currently|since)\b")
+
+
+def _unchanged(frame: str) -> str:
+    """The frame without its adverbs of the present: "X now lives in Y" is compared as "X lives in Y"."""
+    return " ".join(_NOW.sub(" ", frame).split())
+
+
+def _order(frame: str) -> int:
+    """1 when the subject (X) comes before the value (Y), -1 after: "X's manager is Y" / "Y manages X"."""
+    x, y = re.search(r"\bX\b", frame), re.search(r"\bY\b", frame)
+    return 0 if x is None or y is None else 1 if x.start() < y.start() else -1
+
+
+def _scoped_apart(old: Reading, new: Reading, a: Anchor, b: Anchor) -> bool:
+    """Values that hold at other times or on other lines are both true: "on weekdays" / "on Sundays", a date said
+    on one side only or another date, "office line" / "phone number"."""
+    when_old = {x.key for x in old.anchors if x.kind == "date" and x is not a}
+    when_new = {x.key for x in new.anchors if x.kind == "date" and x is not b}
+    if when_old != when_new or _periods(old) != _periods(new):
+        return True
+    return (_LINE_WORDS & set(old.words)) != (_LINE_WORDS & set(new.words))
+
+
+def _two_attributes(old_frame: str, new_frame: str, kind: str) -> bool:
+    """The attribute classifier, sure of a frame, reads one of many values (offices, languages, events), or, sure of
+    both, an attribute and its inverse ("X's manager is Y" / "X manages Y")."""
+    was, now = classify_frame(old_frame, kind).attribute, classify_frame(new_frame, kind).attribute
+    if (was is not None and was.multi) or (now is not None and now.multi):
+        return True
+    return was is not None and now is not None and {was.name, now.name} in _INVERSE_PAIRS
+
+
+_INVERSE_PAIRS = [{a, b} for a, b in _INVERSE.items()]
+
+
+def replacement(old_text: str, new_text: str) -> Same | None:
+    """Only the replacement said outright (see `_replacement`), after compare's guards: strong enough to overrule
+    a word list that read the two sentences as two relations."""
+    old, new = _dated(read(old_text, new_text)), _dated(read(new_text, old_text))
+    return None if _guarded(old, new, (old_text, new_text)) else _replacement(old, new, old_text, new_text)
 
 
 def _telling(value: str) -> bool:
@@ -166,13 +211,6 @@ def _telling(value: str) -> bool:
 
 # An amount per period is money ("1,150 a month" / "£1,290 a month").
 _MONEY_UNITS = frozenset({"money", "month", "annual", "year", "week", "weekly", "daily", "day"})
-
-
-def replacement(old_text: str, new_text: str) -> Same | None:
-    """Only the replacement said outright (see `_replacement`), after compare's guards: strong enough to overrule
-    a word list that read the two sentences as two relations."""
-    old, new = _dated(read(old_text, new_text)), _dated(read(new_text, old_text))
-    return None if _guarded(old, new, (old_text, new_text)) else _replacement(old, new, old_text, new_text)
 
 
 def _comparable(a: Anchor, b: Anchor) -> bool:
@@ -194,10 +232,6 @@ def _says_change(old_text: str, new_text: str) -> bool:
 _GONE_BEFORE = re.compile(r"\b(?:replac(?:ed|es|ing)|succeed(?:ed|s|ing)?|t(?:ook|aking|akes) over from|instead of"
                           r"|in place of|divorced|sold|broke up with|split (?:up )?(?:from|with))\s+"
                           r"(?:(?:the|his|her|their|its|my|our|dr|mr|mrs|ms|prof)\s+)?$")
-
-
-def _gone(r: Reading) -> set[str]:
-    return {a.key for a in r.anchors if _GONE_BEFORE.search(r.text[:a.start]) or _GONE_AFTER.match(r.text[a.end:])}
 
 
 def _replacement(old: Reading, new: Reading, old_text: str, new_text: str) -> Same | None:

@@ -270,8 +270,8 @@ class RuleValidator:
         new, old = extract(write.content, c.content), extract(c.content, write.content)
         verdict = compare(old, new) if new is not None and old is not None else "unknown"
         if verdict == "separate":
-            replaced = samefact.replacement(c.content, write.content)  # "sold the Cupra and drives a Leaf"
-            if replaced is None:
+            replaced = samefact.compare(c.content, write.content)  # "sold the Cupra and drives a Leaf"
+            if replaced is None or replaced.verdict != "contradiction_fork":
                 return verdict, None
             return "contradiction_fork", _generic(replaced, "")
         aligned = compare_aligned(c.content, write.content, relation_similarity, c.similarity)
@@ -292,7 +292,7 @@ class RuleValidator:
                     else same.verdict
                 return kind, Statement(same.subject, same.attribute, same.old_value, same.new_value, same.why,
                                                True)
-        if verdict == "unknown" and aligned.verdict in ("unknown", "separate", "child_update") and not aligned.veto:
+        if verdict == "unknown" and aligned.verdict in ("unknown", "separate", "child_update"):
             generic = samefact.compare(c.content, write.content)  # no relation read: one subject, one value
             if generic is not None:
                 kind = "child_update" if generic.verdict == "duplicate" and _more_detail(generic, c.content,

@@ -107,3 +107,21 @@ def test_the_replacement_reads_who_is_gone():
 ])
 def test_values_compared_after_normalisation(a, b, same):
     assert samefact.same_value(a, b) is same
+
+
+@pytest.mark.parametrize(("old", "new", "more"), [
+    ("Ada Roe has a cat.", "Ada Roe's cat Miso is afraid of the hoover.", True),
+    ("I have a bike.", "My bike is a green Brompton I bought in Leeds.", True),
+    ("Lena Varga works at Halvard Bank.", "Lena Varga's husband works at Halvard Bank.", False),  # someone else
+    ("Lena Varga has a sister.", "Lena Varga has another sister, Ilse, in Graz.", False),  # a second one
+    ("Lena Varga works at Halvard Bank.", "Lena Varga no longer works at Halvard Bank since the merger.", False),
+    ("I'm a night owl.", "If I ever stop being a night owl it'll be for my new baby.", False),  # a hypothetical
+])
+def test_a_refinement_says_all_the_old_one_says(old, new, more):
+    assert samefact.refines(old, new) is more
+
+
+def test_a_refinement_is_placed_under_its_parent(rules, embedder):
+    d, target = decide(rules, embedder, "Ada Roe has a cat.", "Ada Roe's cat Miso is afraid of the hoover.")
+    assert d.kind == "child_update", d.reason
+    assert target == "Ada Roe has a cat."

@@ -25,8 +25,8 @@ the past, a hypothetical). Deterministic: the model is, and frames are embedded 
 from __future__ import annotations
 
 import re
-from .align import _GONE_AFTER, _LINE_WORDS, Anchor, Reading, _periods, _phrase_vectors, canonical, read
-from .attributes import _INVERSE, Same, _dated, _guarded, classify_frame
+from .align import _GONE_AFTER, _LINE_WORDS, Anchor, Reading, _periods, _phrase_vectors, canonical, read, stem
+from .attributes import _HYPOTHETICAL, _INVERSE, Same, _dated, _guarded, classify_frame
 from .facts import number_key, value_key
 
 # Minimum cosine of the two masked frames (all-MiniLM-L6-v2): a duplicate needs the same value too, a
@@ -267,3 +267,20 @@ def _replacer(r: Reading, gone: Anchor, added: Anchor) -> bool:
         before = [a for a in r.anchors if a.end <= gone.start]
         return bool(before) and before[-1] is added
     return added.start > gone.end
+
+
+def refines(old_text: str, new_text: str) -> bool:
+    """Does the new sentence say all the old one says, and more ("I have a dog." -> "My dog is a spaniel called
+    Moss.")? All the old names and relation words are in it, with at least two more words or one more name; a
+    relative it names is the one the old sentence is about ("has a sister" -> "her sister Imelda ..."), and
+    neither negates, nor says "also" or "another" (a second one), nor is a hypothetical ("if I ever ...")."""
+    old, new = read(old_text, new_text), read(new_text, old_text)
+    if old.negated or new.negated or new.also or not old.anchors or not old.words \
+            or _HYPOTHETICAL.search(old_text) or _HYPOTHETICAL.search(new_text):
+        return False
+    if not {a.key for a in old.anchors} <= {a.key for a in new.anchors} or not set(old.words) <= set(new.words):
+        return False
+    if {stem(w) for w in new.relatives | old.relatives} - set(old.words):
+        return False  # "X works at Y" -> "X's husband works at Y": about someone else
+    more_words = len(set(new.words) - set(old.words))
+    return more_words >= 2 or len(new.anchors) > len(old.anchors)

@@ -300,8 +300,8 @@ class RuleValidator:
                     else generic.verdict
                 return kind, _generic(generic, aligned.relation)
             if aligned.verdict != "child_update" and samefact.refines(c.content, write.content):
-                return "child_update", Statement(aligned.subject, aligned.relation, "", "", "all the old sentence says, "
-                                                 "and more", False)
+                return "child_update", Statement(aligned.subject, aligned.relation, "", "",
+                                                 "all the old sentence says, and more", False)
         if aligned.verdict == "contradiction_fork" and samefact.same_value(aligned.old_value, aligned.new_value):
             aligned = replace(aligned, verdict="duplicate", why=f"{aligned.why}; the same value written otherwise")
         return aligned.verdict, Statement.from_alignment(aligned, c)

@@ -147,17 +147,19 @@ def compare(old_text: str, new_text: str) -> Same | None:
     a, b = was[0], now[0]
     old_value, new_value = _spelled(old_text, a), _spelled(new_text, b)
     old_frame, new_frame = _masked(old, old_subject, a), _masked(new, new_subject, b)
+    same = same_value(old_value, new_value) or a.key == b.key
+    if not same and (not _comparable(a, b) or not _says_change(old_text, new_text)
+                     or _order(old_frame) != _order(new_frame)):
+        return None  # (the cheap tests first: the frames' embeddings cost a model call each when new)
     similarity = _frame_similarity(_unchanged(old_frame), _unchanged(new_frame))
     subject = next(x for x in new.anchors if x.key in new_subject)
     why = f"one subject, one value, frames alike (masked similarity {similarity:.2f})"
-    telling = _telling(old_value) and _telling(new_value)
-    if same_value(old_value, new_value) or a.key == b.key:
-        if similarity < (TELLING_FRAME if telling else DUPLICATE_FRAME):
-            return None
+    least = TELLING_FRAME if _telling(old_value) and _telling(new_value) else DUPLICATE_FRAME if same else CHANGED_FRAME
+    if similarity < least:
+        return None
+    if same:
         return Same("duplicate", _spelled(new_text, subject), "", old_value, new_value, why)
-    if similarity < (TELLING_FRAME if telling else CHANGED_FRAME) or not _comparable(a, b) \
-            or not _says_change(old_text, new_text) or _order(old_frame) != _order(new_frame) \
-            or _two_attributes(old_frame, new_frame, a.kind):
+    if _two_attributes(old_frame, new_frame, a.kind):
         return None
     return Same("contradiction_fork", _spelled(new_text, subject), "", old_value, new_value, why + ", a change said")
 

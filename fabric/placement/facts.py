@@ -159,8 +159,8 @@ RELATIONS: tuple[Relation, ...] = (
                  r"|\b(?:switched|switching|migrated|migrating|moved|moving)(?: over| everything| all)? to\b"
                  + _NOT_TEAM, multi=True),
     _rel("sites", r"\b(?:opened|opens|opening|has|have|operates|runs|added|launched|built|owns)\b(?: [\w§-]+){0,3}? "
-                  r"(?:showroom|branch|store|shop|office|factory|plant|warehouse|outlet|studio|lab|depot|clinic"
-                  r"|campus)s?\b", multi=True, numeric=None),
+                  r"(?:showroom|branch|store|shop|(?<!head )(?<!main )office|factory|plant|warehouse|outlet|studio|lab"
+                  r"|depot|clinic|campus)s?\b", multi=True, numeric=None),
 )
 
 _MULTI = frozenset(r.name for r in RELATIONS if r.multi)

@@ -38,6 +38,7 @@ from typing import Any, Sequence
 from . import attributes, samefact
 from .align import RELATIVES, Aligned, canonical, clauses, compare_aligned, read, relation_similarity, single_key
 from .attributes import unread
+from .keys import borrow_key, note_key, plain_key, same_attribute, title_key
 from .states import state, title
 from .facts import RELATIONS, Fact, _numeric, compare, extract, keyable, shared_relation, value_key
 from .validator import Candidate, Decision, IncomingWrite, normalise, words
@@ -448,20 +449,42 @@ def state_key(text: str) -> tuple[str, str, str] | None:
 
 def with_text_keys(write: IncomingWrite, decision: Decision, candidates: Sequence[Candidate]) -> Decision:
     """A text-only write placed in the tree as a fact of its own (a new branch, a correction) gets the key
-    its sentence states, when it reads one. A refinement does not: its parent holds the key."""
-    if write.keyed or decision.subject is not None or decision.kind in ("duplicate", "child_update"):
+    its sentence states, when it reads one, spelled as its org already spells that subject and attribute
+    (keys.borrow_key). A refinement does not: its parent holds the key."""
+    if write.keyed or decision.kind in ("duplicate", "child_update"):
         return decision
+    if decision.subject is not None:
+        return _borrowed(decision, decision.subject, decision.relation, decision.value, candidates)
     target = next((c for c in candidates if c.id == decision.target_id), None)
-    fact = extract(write.content, target.content if target else None)
+    read_key = sentence_key(write.content, target.content if target else None)
+    noted = note_key(write.content)  # a labelled note ("Mayor of Marrowby: Yusra Pemberton")
+    # The note's layout says which name is the subject and which the value, where the sentence's grammar
+    # reads the same attribute ("odalys fennimore - employer: Harrowgate Bank (started 4 Nov 2024)").
+    if noted and (read_key is None or same_attribute(noted[1], read_key[1])):
+        read_key = noted
+    return _borrowed(decision, *read_key, candidates) if read_key else decision
+
+
+def sentence_key(text: str, other: str | None = None) -> tuple[str, str, str] | None:
+    """The (subject, relation, value) a sentence states, when it may key a memory: the lexicon's reading
+    (facts.extract, beside `other`, the memory it is compared with); outside the lexicon a state or a job
+    title in words, a key only where the grammar marks the subject, else the attribute the sentence means
+    (attributes.key: the names other wordings of it get)."""
+    fact = extract(text, other)
     if fact is None or fact.loose and not (fact.lexical or fact.negated or fact.past):
-        # outside the lexicon: a state or a job title in words, a key only where the grammar marks the subject,
-        # else the attribute the sentence means (attributes.key: the names other wordings of it get)
-        key = state_key(write.content) or single_key(write.content) or attributes.key(write.content)
-        return replace(decision, subject=key[0], relation=key[1], value=key[2]) if key else decision
+        return state_key(text) or single_key(text) or attributes.key(text) or plain_key(text) or title_key(text)
     if not keyable(fact):
+        return None
+    subject, relation = canonical_key(fact, None, fact.relation)
+    return subject, relation, fact.value
+
+
+def _borrowed(decision: Decision, subject: str, relation: str | None, value: str | None,
+              candidates: Sequence[Candidate]) -> Decision:
+    if relation is None:
         return decision
-    subject, relation = canonical_key(fact, target, fact.relation)
-    return replace(decision, subject=subject, relation=relation, value=fact.value)
+    subject, relation = borrow_key(subject, relation, candidates)
+    return replace(decision, subject=subject, relation=relation, value=value)
 
 
 def in_time(write: IncomingWrite, decision: Decision, candidates: Sequence[Candidate]) -> Decision:

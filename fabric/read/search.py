@@ -56,6 +56,7 @@ from psycopg import sql
 from psycopg.rows import tuple_row
 
 from ..placement.facts import value_key
+from ..placement.keys import same_attribute, subject_key
 from ..sql import q
 from .indexes import org_index_name
 from .intent import read_question
@@ -392,31 +393,53 @@ def search_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return flag_conflicts(rows)
 
 
-def _fact_key(row: dict[str, Any]) -> tuple[str, str] | None:
-    if row.get("state", "live") != "live" or not row.get("subject") or not row.get("relation") \
-            or row.get("value") is None:
-        return None
-    return " ".join(row["subject"].casefold().split()), row["relation"]
+def _keyed(row: dict[str, Any]) -> bool:
+    """A live memory with a complete key (subject, relation, value)."""
+    return row.get("state", "live") == "live" and bool(row.get("subject")) and bool(row.get("relation")) \
+        and row.get("value") is not None
+
+
+def _one_fact(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Do two keyed rows of one subject state one fact? The same stored relation; both the attribute the
+    question asks about (`attribute_match`); or two relation names of one attribute of one value at a time
+    (fabric/placement/keys.py: "works_for" / "employer"; never languages, sites ...)."""
+    return a["relation"] == b["relation"] or (a.get("attribute_match") == 1 and b.get("attribute_match") == 1) \
+        or same_attribute(a["relation"], b["relation"])
+
+
+def _facts(rows: list[dict[str, Any]]) -> list[list[int]]:
+    """The positions of the keyed live rows, grouped into facts: one subject (`subject_key`: case and the
+    first person forgiven, never another name) and one attribute, joined transitively."""
+    by_subject: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        if _keyed(row):
+            by_subject.setdefault(subject_key(row["subject"]), []).append(i)
+    groups = []
+    for positions in by_subject.values():
+        if len({value_key(str(rows[i]["value"])) for i in positions}) < 2:
+            continue  # one value (a fact and its details): nothing can disagree, nothing to compare
+        owner = {i: i for i in positions}
+        for n, i in enumerate(positions):
+            for j in positions[n + 1:]:
+                if owner[j] == j and _one_fact(rows[i], rows[j]):
+                    owner[j] = owner[i]
+        for head in dict.fromkeys(owner.values()):
+            members = [i for i in positions if owner[i] == head]
+            if len(members) > 1:
+                groups.append(members)
+    return groups
 
 
 def flag_conflicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The read-time safety net for a missed placement: when the results hold two live memories with
-    the same subject and relation but different values, the one with the later valid_from is the
-    answer. It takes the best rank the fact had among the results, and each other value is flagged
-    with `conflict_with` = the answer's id (and ranked after it). Other rows keep their places.
-    Memories of one subject that all state the attribute a question asks about (`attribute_match`,
-    fabric/read/intent.py) are one fact too, whatever relation names their writers gave them
-    ("employer" / "works_for")."""
-    groups: dict[tuple[str, str], list[int]] = {}
-    for i, row in enumerate(rows):
+    """The read-time safety net for a missed placement: when the results hold two live memories that state
+    different values of one fact (one subject, one attribute: see `_facts`), the one with the later
+    valid_from is the answer. It takes the best rank the fact had among the results, and each other value
+    is flagged with `conflict_with` = the answer's id (and ranked after it). Other rows keep their places.
+    Cheap: it compares the keyed rows of one subject (<= k) by their names (no model, no query)."""
+    for row in rows:
         row.setdefault("conflict_with", None)
-        key = _fact_key(row)
-        if key is not None and row.get("attribute_match") == 1:
-            key = (key[0], "")   # the attribute asked about: one fact under any of its names
-        if key is not None:
-            groups.setdefault(key, []).append(i)
     order = list(range(len(rows)))
-    for positions in groups.values():
+    for positions in _facts(rows):
         if len({value_key(str(rows[i]["value"])) for i in positions}) < 2:
             continue  # one value (a fact and its details): nothing disagrees
         answer = max(positions, key=lambda i: (rows[i]["valid_from"], rows[i]["recorded_at"]))

@@ -62,10 +62,19 @@ def test_corpus_shape():
 def test_bench_scale_quick(database_url, redis_url, tmp_path):
     out = tmp_path / "results"
     runner = CliRunner()
-    res = runner.invoke(app, ["bench", "scale", "--quick", "--out", str(out), "--json"],
-                        env={"DATABASE_URL": database_url, "REDIS_URL": redis_url}, catch_exceptions=False)
+    env = {"DATABASE_URL": database_url, "REDIS_URL": redis_url}
+    res = runner.invoke(app, ["bench", "scale", "--quick", "--keep", "--out", str(out), "--json"], env=env,
+                        catch_exceptions=False)
     assert res.exit_code == 0, res.output
-    printed = json.loads(res.stdout)
+    kept = json.loads(res.stdout)["sizes"][0]["kept_url"]
+    try:
+        _check_quick_run(json.loads(res.stdout), out, database_url)
+        _check_reuse(runner, env, kept, tmp_path / "reused")
+    finally:
+        sc.BenchDatabase.kept(kept).drop()
+
+
+def _check_quick_run(printed, out, database_url):
     written = json.loads((out / "scale.json").read_text())
     assert printed["meta"]["sizes"] == written["meta"]["sizes"] == [sc.QUICK_SIZE]
     assert (out / "scale.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -109,9 +118,32 @@ def test_bench_scale_quick(database_url, redis_url, tmp_path):
     targets = written["targets"]
     assert len(targets) >= 10 and all(t["met"] in (True, False) for t in targets)
 
-    # the benchmark database was dropped
+    # every ratio to flat compares figures taken interleaved: the flat baselines ran beside each read
+    for name in ("search_now_large", "search_valid_at_small", "search_hybrid_now_large",
+                 "search_hybrid_known_at_small"):
+        org = name.rsplit("_", 1)[1]
+        assert reads[name]["same_run"][f"flat_pgvector_{org}"]["p50_ms"] > 0, name
+    assert reads["search_known_at_large"]["same_run"]["flat_pgvector_large_same_ef"]["ef_search"] == \
+        reads["search_known_at_large"]["ef_search"]
+    # --keep kept the benchmark database
     with psycopg.connect(database_url, autocommit=True) as conn:
-        assert conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (size["database"],)).fetchone() is None
+        assert conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (size["database"],)).fetchone()
+
+
+def _check_reuse(runner, env, kept, out):
+    """--reuse: the reads again on the kept database, nothing else; a wrong size or seed is refused."""
+    for bad in (["--sizes", "10k"], ["--seed", "8"]):
+        res = runner.invoke(app, ["bench", "scale", "--reuse", kept, "--out", str(out), *bad], env=env)
+        assert res.exit_code != 0 and "invalid reuse" in res.output, res.output
+    res = runner.invoke(app, ["bench", "scale", "--reuse", kept, "--no-chroma", "--queries", "10", "--out", str(out),
+                              "--json"], env=env, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    size = json.loads((out / "scale.json").read_text())["sizes"][0]
+    assert size["reused"] == kept and "ingest" not in size and list(size["phases"]) == ["baselines_and_reads_s"]
+    for name in DB_READS + ("flat_pgvector_large", "search_hybrid_valid_at_large"):
+        assert size["reads"][name]["p50_ms"] > 0, name
+    assert size["reads"]["search_now_large"]["recall_at_10"] >= 0.9
+    assert "Reads only, on the kept database" in (out / "scale.md").read_text()
 
 
 def test_kept_size_reads_the_database_name():

@@ -258,7 +258,14 @@ def custom_plans(settings: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
              else args) for stmt, args in settings]
 
 
-_ORG_SIZE_SQL = "SELECT count(*) FROM (SELECT 1 FROM fabric.memories WHERE org = %(org)s LIMIT %(limit)s) m"
+# An org with a graph of its own (`fabric index orgs`; under SMALL_ORG only with its min_rows lowered)
+# counts as large: its reads go through that graph, with plans of their own (generic_statement).
+_ORG_SIZE_SQL = ("SELECT CASE WHEN to_regclass(%(own)s) IS NULL THEN count(*) ELSE %(limit)s END "
+                 "FROM (SELECT 1 FROM fabric.memories WHERE org = %(org)s LIMIT %(limit)s) m")
+
+
+def _org_size_params(org: str) -> dict[str, Any]:
+    return {"org": org, "limit": SMALL_ORG + 1, "own": "fabric." + org_index_name("current_embeddings", org)}
 # (database, org) -> (its memories counted up to SMALL_ORG + 1, when they were counted: time.monotonic())
 _org_sizes: dict[tuple[str, str], tuple[int, float]] = {}
 
@@ -283,12 +290,13 @@ def may_be_exact(mode: str, current: bool, include_superseded: bool, live_only: 
 
 
 def small_org(conn: psycopg.Connection, org: str) -> bool:
-    """Has `org` SMALL_ORG memories or fewer (search_exact)? Counted at most every ORG_SIZE_TTL seconds per
-    database: a count an org has since outgrown (or grown into) only picks the other path, and both answer."""
+    """Has `org` SMALL_ORG memories or fewer, and no graph of its own (search_exact, generic_statement)?
+    Counted at most every ORG_SIZE_TTL seconds per database: a count an org has since outgrown (or grown
+    into) only picks the other path, and both answer."""
     key = (conn.info.dsn, org)
     size = _known_size(key)
     if size is None:
-        row = conn.cursor(row_factory=tuple_row).execute(_ORG_SIZE_SQL, {"org": org, "limit": SMALL_ORG + 1}).fetchone()
+        row = conn.cursor(row_factory=tuple_row).execute(_ORG_SIZE_SQL, _org_size_params(org)).fetchone()
         size = _remember_size(key, row[0] if row else 0)
     return size <= SMALL_ORG
 
@@ -298,7 +306,7 @@ async def asmall_org(conn: psycopg.AsyncConnection, org: str) -> bool:
     key = (conn.info.dsn, org)
     size = _known_size(key)
     if size is None:
-        cur = await conn.cursor(row_factory=tuple_row).execute(_ORG_SIZE_SQL, {"org": org, "limit": SMALL_ORG + 1})
+        cur = await conn.cursor(row_factory=tuple_row).execute(_ORG_SIZE_SQL, _org_size_params(org))
         row = await cur.fetchone()
         size = _remember_size(key, row[0] if row else 0)
     return size <= SMALL_ORG

@@ -820,12 +820,6 @@ def keyable(fact: Fact | None) -> TypeGuard[Fact]:
     return fact is not None and not (fact.negated or fact.past or fact.loose or fact.relation in _MULTI)
 
 
-def text_key(text: str) -> tuple[str | None, str | None]:
-    """The (subject, relation) a sentence keys, or (None, None)."""
-    fact = extract(text)
-    return (fact.subject, fact.relation) if keyable(fact) else (None, None)
-
-
 def _name(rels: list[Relation], subject_key: str) -> str:
     """The attribute's name; "based in" is a head office for a company and a home for anyone else."""
     names_ = [r.name for r in rels]

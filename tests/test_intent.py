@@ -248,6 +248,26 @@ def test_a_name_twin_s_fact_gets_no_attribute_rank(fab, org):
         assert [h.ranks["attribute"] for h in hits if "Lindquist" in h.content] == [0]
 
 
+def test_a_sister_company_ranks_after_the_company_the_question_names(fab, org):
+    """Both names hold every word the question names; the one with another word beside them ("Fisk") is a
+    sister company: no attribute rank, and after every fact of the company named (keys as callers set them)."""
+    for content, key in [
+        ("Halvard Fisk AS keeps its head office in Bodø.", ("Halvard Fisk AS", "headquarters", "Bodø")),
+        ("Halvard AS has its head office in Bergen.", ("Halvard AS", "headquarters", "Bergen")),
+        ("Halvard AS employs 85 people.", ("Halvard AS", "headcount", "85")),
+    ]:
+        s, r, v = key
+        fab.wait(fab.write(content, org=org, subject=s, relation=r, value=v), 60)
+    for question in ["Where is Halvard AS headquartered?", "where is halvard as headquartered"]:
+        hits = _top(fab, org, question)
+        assert [h.subject for h in hits] == ["Halvard AS", "Halvard AS", "Halvard Fisk AS"], \
+            [(h.content, h.score, h.ranks) for h in hits]
+        assert [h.ranks["attribute"] for h in hits] == [1, 0, 0]
+    # Asked about the sister company by its full name, it is the one named best.
+    hits = _top(fab, org, "Where is Halvard Fisk AS headquartered?")
+    assert hits[0].subject == "Halvard Fisk AS" and hits[0].ranks["attribute"] == 1
+
+
 def test_two_names_for_the_attribute_asked_are_one_fact_at_read_time(fab, org):
     """Two writers keyed one fact under two relation names, so placement kept both live: the question
     reads both as its attribute, so the later value is the answer and the earlier is flagged."""
@@ -262,6 +282,8 @@ def test_two_names_for_the_attribute_asked_are_one_fact_at_read_time(fab, org):
     assert hits[0].id == new.memory_id and hits[0].ranks["attribute"] == 1
     flagged = {m.id: m.conflict_with for m in hits}
     assert flagged[old.memory_id] == new.memory_id and flagged[new.memory_id] is None
-    # A question about another attribute leaves the two employers alone.
-    other = fab.search("Where does Rose Baker live?", org=org, k=3)
-    assert other[0].value == "Bristol" and all(m.conflict_with is None for m in other)
+    # Asked about another attribute, the home comes first; the two names still mean one employer
+    # (keys.same_attribute), so the older one is still flagged.
+    other = {m.value: m for m in fab.search("Where does Rose Baker live?", org=org, k=3)}
+    assert list(other)[0] == "Bristol" and other["Bristol"].conflict_with is None
+    assert other["Deloitte"].conflict_with == new.memory_id and other["KPMG"].conflict_with is None

@@ -38,8 +38,10 @@ order by it first: a fact about the entity the query names is never ranked behin
 fact about another entity with a similar name (a shared first name, a shared sentence template),
 however close the twin's embedding. The hybrid score is `named_matches + attribute_weight x
 attribute + Σ 1 / (rrf_k + rank)` over both legs (reciprocal rank fusion; `attribute`: the memory
-states the attribute the question asks about, fabric/read/intent.py), so its integer part counts
-the named terms matched and the order follows the score. A query in lower case names nothing; fusion alone ranks it."""
+states the attribute the question asks about, fabric/read/intent.py) - other_subject_weight x
+other_subject (a subject named with more words than another result's: a sister company); both weights
+stay below 1, so the named terms matched order first and the order follows the score. A query in lower
+case names nothing; fusion alone ranks it."""
 
 from __future__ import annotations
 
@@ -69,6 +71,10 @@ COMMON_DF_FACTOR = 10   # a term in df_cap x this many of the org's memories is 
 # A memory stating the attribute the question asks about ranks after the named terms and before the
 # fused score: both legs' reciprocal ranks sum to at most 2 / (RRF_K + 1) < 0.04 (fabric/read/intent.py).
 ATTRIBUTE_WEIGHT = 0.5
+# A memory of a subject the question names with other words beside it (a sister company "Nordlys Fisk AS"
+# when another result is of "Nordlys AS", named exactly) ranks after the rows of its named-terms tier:
+# this much below them, a fraction of the attribute's weight (and none when that is 0).
+OTHER_SUBJECT_SHARE = 0.5
 CONTEXT_SLACK = 8   # superseded nodes a context walk may pass through beyond n hops
 CURRENT_OVERFETCH = 2   # current-state scans take this many candidates per row asked, then filter by time
 ITERATIVE_SCAN_SINCE = (0, 8)   # the pgvector release that added hnsw.iterative_scan
@@ -132,7 +138,8 @@ def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, 
             "rrf_k": rrf_k, "df_cap": df_cap, "common_df": COMMON_DF_FACTOR * df_cap,
             "subject_prefix": subject_prefix, "current": (current and not include_superseded) or live_only,
             "attribute_relations": list(question.relations), "attribute_words": question.words,
-            "question_words": list(question.all_words), "attribute_weight": attribute_weight}
+            "question_words": list(question.all_words), "attribute_weight": attribute_weight,
+            "other_subject_weight": OTHER_SUBJECT_SHARE * attribute_weight}
 
 
 def statement_for(mode: str, iterative: bool = False, current: bool = False) -> str:

@@ -90,6 +90,13 @@ def test_the_words_left_for_relation_names_leave_out_the_names():
     assert "ines" not in q.words and "porto" not in q.words
 
 
+def test_a_question_in_the_first_person_names_the_user():
+    assert "user" in read_question("Where do I work these days?").all_words
+    assert "user" in read_question("what's my phone number").all_words
+    assert "user" not in read_question("Where does Ines Okafor work?").all_words
+    assert "user" not in read_question("Is Ines in the IT team?").all_words   # "IT", "Ines": no first person
+
+
 # ------------------------------------------------------------------------------- ranking, end to end
 
 PEOPLE = [
@@ -266,6 +273,19 @@ def test_a_sister_company_ranks_after_the_company_the_question_names(fab, org):
     # Asked about the sister company by its full name, it is the one named best.
     hits = _top(fab, org, "Where is Halvard Fisk AS headquartered?")
     assert hits[0].subject == "Halvard Fisk AS" and hits[0].ranks["attribute"] == 1
+
+
+def test_the_user_s_fact_ranks_before_a_relative_s_when_asked_in_the_first_person(fab, org):
+    """"User's brother" holds no word of "Where do I work?"; "User" is the subject the question names."""
+    for content, key in [
+        ("My brother is a welder at Quillon Works.", ("User's brother", "employer", "Quillon Works")),
+        ("I joined Marlpit Dental as a receptionist.", ("User", "employer", "Marlpit Dental")),
+    ]:
+        s, r, v = key
+        fab.wait(fab.write(content, org=org, subject=s, relation=r, value=v), 60)
+    hits = _top(fab, org, "Where do I work?")
+    assert [(h.subject, h.ranks["attribute"]) for h in hits] == [("User", 1), ("User's brother", 0)], \
+        [(h.content, h.score, h.ranks) for h in hits]
 
 
 def test_two_names_for_the_attribute_asked_are_one_fact_at_read_time(fab, org):

@@ -57,7 +57,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import tuple_row
 
-from ..placement.facts import value_key
+from ..placement.facts import _GENERIC_HEAD, value_key
 from ..placement.keys import same_attribute, subject_key
 from ..sql import q
 from .indexes import org_index_name
@@ -101,7 +101,9 @@ def named_words(text: str) -> str:
     """The words of `text` that name something: capitalised words. A sentence's first word counts only
     when the next word is capitalised too and it is not a request opener ("Where does Ada live?" and
     "Ask Ada." name Ada; "Ada Lovelace wrote what?" names Ada Lovelace; "Ada lives where?" names
-    nobody). Returned as one string, for to_tsvector."""
+    nobody). A generic head before a name is not one: "Project Lanternfish" is called "Lanternfish" as
+    often (facts._GENERIC_HEAD), so a memory that says only "Lanternfish" matches all the name.
+    Returned as one string, for to_tsvector."""
     out: list[str] = []
     for sentence in _SENTENCE_END.split(text):
         toks = _WORD.findall(sentence)
@@ -109,6 +111,8 @@ def named_words(text: str) -> str:
             if not tok[0].isupper():
                 continue
             if i == 0 and (len(toks) < 2 or not toks[1][0].isupper() or tok.casefold() in _OPENERS):
+                continue
+            if tok.casefold() in _GENERIC_HEAD and i + 1 < len(toks) and toks[i + 1][0].isupper():
                 continue
             out.append(tok)
     return " ".join(out)

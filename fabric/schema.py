@@ -193,6 +193,11 @@ def build_metadata(dim: int = 384) -> MetaData:
         Column("org", Text, nullable=False),
         Column("lexeme", Text, nullable=False),
         Column("memories", BigInteger, nullable=False),
+        # Migration 0010: how many of them are current (fabric.current_embeddings), kept by its triggers.
+        Column("current_memories", BigInteger, nullable=False, server_default=text("0"),
+               comment="How many of the org's current memories (fabric.current_embeddings) contain the lexeme. "
+                       "Kept by triggers on fabric.current_embeddings; a current-state search skips a term "
+                       "in df_cap or more."),
         PrimaryKeyConstraint("org", "lexeme"),
         comment="Per org and lexeme of search_text: how many memories contain it (every state). Kept by a "
                 "trigger on fabric.memories; the lexical search skips terms too common to weigh anything.",

@@ -122,18 +122,26 @@ def test_an_org_with_its_own_hnsw_index_is_searched_through_it(database_url):
         # plan per org (generic_statement): after 6 runs through the library the server holds it
         # prepared, and the plan it executes is generic and still walks the org's own index (a plan of
         # `org = $1` could not match the index's `WHERE org = '...'`).
+        # A time-travel hybrid search too (planned with enable_sort off for an org of MIN_ROWS memories or
+        # more, search.avoids_sorts): its held plan walks the shared index of every memory for the large
+        # org, where a generic plan with sorts sorted the whole org by distance.
         modes = (("hybrid", "%lex_leg%"), ("vector", "%NULL::bigint AS lexical_rank%"))
-        for (mode, marker), (org, expect) in itertools.product(modes, ((medium, own["current_embeddings"]),
-                                                                       (large, None))):
+        runs = [(mode, marker, True, org, expect)
+                for (mode, marker), (org, expect) in itertools.product(modes, ((medium, own["current_embeddings"]),
+                                                                               (large, None)))]
+        runs.append(("hybrid", "%lex_leg%", False, large, "ix_memories_embedding_hnsw"))
+        assert len(c.org_memories(c.large_org)) >= indexes.MIN_ROWS
+        for mode, marker, current, org, expect in runs:
+            valid_at = now if current else now - timedelta(days=200)
             settings, stmt, params = search_plan(org=org, text="what about the ledger", vector=c.vectors[member],
-                                                 mode=mode, k=10, valid_at=now, known_at=now, current=True,
+                                                 mode=mode, k=10, valid_at=valid_at, known_at=now, current=current,
                                                  iterative=True)
             assert stmt not in (SEARCH_SQL, VECTOR_CURRENT_SQL) and f"'{org}'" in stmt
             with db.connect() as conn:
                 for _ in range(6):
                     with conn.transaction():
                         rows = search(conn, org=org, text="what about the ledger", vector=c.vectors[member],
-                                      mode=mode, k=10, valid_at=now, known_at=now, current=True)
+                                      mode=mode, k=10, valid_at=valid_at, known_at=now, current=current)
                 assert rows
                 with conn.transaction():
                     for s, args in settings:
@@ -152,6 +160,9 @@ def test_an_org_with_its_own_hnsw_index_is_searched_through_it(database_url):
                 assert expect in plan, plan
             else:
                 assert "_embedding_org_" not in plan and "ix_current_embeddings_embedding_hnsw" in plan, plan
+            if not current:   # the index scan is in `ann`, not a sort of the org's rows
+                ann = _plan_section(plan.splitlines(), "ann")
+                assert expect in ann and "Seq Scan" not in ann, ann
         with psycopg.connect(db.url, autocommit=True) as conn:
             again = indexes.plan(conn, min_rows=size + 1, max_share=0.5)   # the medium org no longer qualifies
             assert set(own.values()) <= set(again.drop), again

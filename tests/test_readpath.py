@@ -3,6 +3,7 @@ memories, iterative scans, and old embedded data folders."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import psycopg
 import pytest
+from psycopg.rows import dict_row
 
 from fabric import servers
 from fabric.errors import ConfigurationError
@@ -89,6 +91,109 @@ def test_term_counts_follow_the_memories(fab, pg, org):
         for lexeme in {token.split(":")[0].strip("'") for token in text.split()}:
             counted[lexeme] = counted.get(lexeme, 0) + 1
     assert kept == counted and kept["quokka"] == 2
+
+
+# How many of the org's current memories contain each lexeme, counted without the triggers.
+EXPECTED_CURRENT_TERMS = """
+SELECT l.lexeme, count(*) FROM fabric.memories m CROSS JOIN LATERAL unnest(m.search_text) AS l
+WHERE m.id IN (""" + EXPECTED_CURRENT + """) AND m.org = %(org)s
+GROUP BY l.lexeme
+"""
+
+
+def _current_terms(pg, org) -> dict:
+    return dict(pg.execute("SELECT lexeme, current_memories FROM fabric.term_counts "
+                           "WHERE org = %s AND current_memories <> 0", (org,)).fetchall())
+
+
+def test_current_term_counts_follow_supersession_retraction_and_revert(fab, pg, org):
+    """term_counts.current_memories (migration 0010) counts, per lexeme, the memories that are current:
+    a correction moves a word's count from the old memory to the new one, a retraction takes it away,
+    a revert gives it back."""
+    a = put(fab, org, "Dana Reyes keeps a heron named Pip.", ("Dana Reyes", "pet", "heron"), T(2020))
+    b = put(fab, org, "Dana Reyes works at Saltmarsh.", ("Dana Reyes", "employer", "Saltmarsh"), T(2020))
+    assert _current_terms(pg, org)["heron"] == 1 and _current_terms(pg, org)["dana"] == 2
+    c = put(fab, org, "Dana Reyes keeps a tortoise named Pip.", ("Dana Reyes", "pet", "tortoise"), T(2023))
+    assert c.decision == "contradiction_fork"
+    counts = _current_terms(pg, org)
+    assert "heron" not in counts and counts["tortois"] == 1 and counts["pip"] == 1
+    assert counts == dict(pg.execute(EXPECTED_CURRENT_TERMS, {"org": org}).fetchall())
+    fab.retract(b.memory_id, org=org, reason="test: wrong source")
+    assert "saltmarsh" not in _current_terms(pg, org)
+    fab.revert(c.decision_id, org=org)   # the heron again
+    counts = _current_terms(pg, org)
+    assert counts["heron"] == 1 and a.memory_id in _current(pg, org)
+    assert counts == dict(pg.execute(EXPECTED_CURRENT_TERMS, {"org": org}).fetchall())
+    # the count of every state is unchanged by any of it
+    assert pg.execute("SELECT memories FROM fabric.term_counts WHERE org = %s AND lexeme = 'pip'",
+                      (org,)).fetchone()[0] == 2
+
+
+def _insert_memories(pg, org, texts_and_states):
+    """One statement each for memories and versions (the triggers count the batch at once). A state
+    'ended' is a superseded version whose valid time is over: never current."""
+    vec = "[" + ",".join(["0.05"] * 384) + "]"
+    pg.execute("INSERT INTO fabric.orgs (org) VALUES (%s) ON CONFLICT DO NOTHING", (org,))
+    did = pg.execute("INSERT INTO fabric.decisions (org, id, action, reason) "
+                     "VALUES (%s, gen_random_uuid(), 'place', 'test') RETURNING id", (org,)).fetchone()[0]
+    rows = list(texts_and_states)
+    pg.execute("""
+        INSERT INTO fabric.memories (org, id, root_id, content, placement, embedding, created_at, metadata)
+        SELECT %(org)s, r.u, r.u, r.text, 'new_branch', %(vec)s::vector, now(), jsonb_build_object('state', r.state)
+        FROM (SELECT t.*, gen_random_uuid() AS u
+              FROM unnest(%(texts)s::text[], %(states)s::text[]) AS t(text, state)) r""",
+               {"org": org, "vec": vec, "texts": [t for t, _ in rows], "states": [s for _, s in rows]})
+    pg.execute("""
+        INSERT INTO fabric.memory_versions (org, memory_id, version, valid_from, valid_to, state, decision_id,
+                                            recorded_at)
+        SELECT org, id, 1, '2020-01-01',
+               CASE WHEN metadata->>'state' = 'ended' THEN '2021-01-01'::timestamptz END,
+               CASE WHEN metadata->>'state' = 'ended' THEN 'superseded' ELSE 'live' END, %(did)s, now()
+        FROM fabric.memories WHERE org = %(org)s""", {"org": org, "did": did})
+
+
+def _search_text_scans(pg, org, text, df_cap, current):
+    """How many times a lexical search's plan scanned the full-text index (one scan per query term
+    scanned), and its rows. Index scans forced: the planner may prefer a sequential scan of a tiny table."""
+    now = datetime.now(timezone.utc)
+    settings, statement, params = search_mod.search_plan(
+        org=org, text=text, vector=None, mode="lexical", k=5, valid_at=now if current else T(2020),
+        known_at=now, df_cap=df_cap, current=current, iterative=False)
+    with pg.transaction():
+        for stmt, args in settings:
+            pg.execute(stmt, args)
+        pg.execute("SET LOCAL enable_seqscan = off")
+        rows = pg.cursor(row_factory=dict_row).execute(statement, params).fetchall()
+        plan = pg.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + statement, params).fetchone()[0]
+    plan = plan if isinstance(plan, list) else json.loads(plan)
+
+    def loops(node):
+        own = node.get("Actual Loops", 0) if node.get("Index Name") == "ix_memories_search_text" else 0
+        return own + sum(loops(child) for child in node.get("Plans", []))
+
+    return loops(plan[0]["Plan"]), rows
+
+
+def test_a_current_state_read_skips_a_term_common_among_current_memories(pg, org):
+    """With df_cap 5: 'walrus' is in 6 current memories -- a current-state read does not scan it (it
+    could weigh nothing), a time-travel read still does. 'quokka' is in 8 memories of which only one is
+    current -- a current-state read scans it and it weighs (the count of every state would call it
+    common)."""
+    _insert_memories(pg, org, [(f"walrus note {i}", "live") for i in range(6)]
+                     + [(f"quokka sighting {i}", "ended") for i in range(7)]
+                     + [("quokka sighting today", "live")])
+    counts = dict(pg.execute("SELECT lexeme, current_memories FROM fabric.term_counts WHERE org = %s",
+                             (org,)).fetchall())
+    assert counts["walrus"] == 6 and counts["quokka"] == 1
+    scans, _ = _search_text_scans(pg, org, "walrus", df_cap=5, current=True)
+    assert scans == 0
+    scans, _ = _search_text_scans(pg, org, "walrus", df_cap=5, current=False)
+    assert scans == 1
+    scans, rows = _search_text_scans(pg, org, "quokka", df_cap=5, current=True)
+    assert scans == 1 and [r["content"] for r in rows] == ["quokka sighting today"]
+    # A phrase is scanned whatever its words' counts: it may be rare where they are common.
+    scans, _ = _search_text_scans(pg, org, "walrus note", df_cap=5, current=True)
+    assert scans == 1   # 'walrus' and 'note' (6 current memories each) are not; the phrase is
 
 
 def test_the_full_text_index_keeps_a_small_pending_list(pg):
@@ -249,3 +354,4 @@ def test_the_index_statement_answers_as_the_exact_one(fab, org):
     assert len(everything) == 3 and moved.memory_id in [r["id"] for r in everything]
     assert [r["vector_rank"] for r in everything] == [1, 2, 3]
     assert [r["score"] for r in everything] == sorted((r["score"] for r in everything), reverse=True)
+

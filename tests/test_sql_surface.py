@@ -368,7 +368,7 @@ def test_surface_files_hold_the_migrated_definitions(database_url):
             conn.execute(surface.definition(name))
         assert surface_definitions(conn) == migrated
         # The comparison sees a change of body: walk's order reversed is another definition.
-        changed = surface.definition("walk").replace("ORDER BY b.hops,", "ORDER BY b.hops DESC,")
+        changed = surface.definition("walk").replace("ORDER BY w.hops,", "ORDER BY w.hops DESC,")
         assert changed != surface.definition("walk")
         conn.execute(changed)
         assert surface_definitions(conn)["walk"] != migrated["walk"]

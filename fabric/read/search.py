@@ -60,7 +60,7 @@ from psycopg.rows import tuple_row
 from ..placement.facts import _GENERIC_HEAD, value_key
 from ..placement.keys import same_attribute, subject_key
 from ..sql import q
-from .indexes import org_index_name
+from .indexes import MIN_ROWS, org_index_name
 from .intent import read_question
 
 MODES = ("hybrid", "vector", "lexical")
@@ -165,14 +165,26 @@ GENERIC_LITERALS = ("org", "mode", "current", "k", "pool", "scan_limit", "df_cap
 
 
 def uses_generic_plan(params: dict[str, Any], statement: str) -> bool:
-    """A current-state search reuses one plan per org and sizes (generic_statement): the fused modes'
-    `search` (planning the 12-CTE statement was ~1/4 of its server CPU) and vector mode's index-scan
-    statement, search_vector_current (0.5 of its 1.8 ms at 20k memories). Time-travel reads and
+    """A search reuses one plan per org and sizes (generic_statement): the fused modes' `search`, current
+    state and time travel (planning the 12-CTE statement was ~1/4 of its server CPU; time travel plans
+    without sorts, see `avoids_sorts`), and vector mode's current-state index-scan statement,
+    search_vector_current (0.5 of its 1.8 ms at 20k memories). Vector mode's time-travel reads and
     search_vector, whose exact-scan branch a generic plan joins badly, are planned for their values
     every time (see session_settings)."""
-    if not params["current"]:
-        return False
-    return statement is VECTOR_CURRENT_SQL if params["mode"] == "vector" else statement is SEARCH_SQL
+    if params["mode"] != "vector":
+        return statement is SEARCH_SQL
+    return params["current"] and statement is VECTOR_CURRENT_SQL
+
+
+def avoids_sorts(params: dict[str, Any], generic: bool) -> bool:
+    """A generic plan of a time-travel `search` is made with enable_sort off. Not knowing valid_at and
+    known_at, the planner takes the time filter for a very selective one and sorts all of the org's
+    memories by distance instead of walking the HNSW index until the pool is full (large org at 20k:
+    68 ms against 1.3); with sorts disabled where another path exists, it walks the index, as the plan
+    made for the actual values does. Sorts with no alternative (a CTE's ORDER BY) are still made. Not
+    for an org under MIN_ROWS memories (the settings statement counts up to that many): there the plan
+    for the actual values sorts the org exactly, and so does the generic one with sorts enabled."""
+    return generic and not params["current"]
 
 
 @functools.lru_cache(maxsize=256)
@@ -239,7 +251,7 @@ def fallback_for(statement: str, rows: list[Any], params: dict[str, Any]) -> str
 
 def custom_plans(settings: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     """`settings` with plans made for the actual parameters (a fallback's statement has no literals)."""
-    return [(stmt, dict(args, plan_cache_mode="force_custom_plan") if args and "plan_cache_mode" in args
+    return [(stmt, dict(args, plan_cache_mode="force_custom_plan", sorts=True) if args and "plan_cache_mode" in args
              else args) for stmt, args in settings]
 
 
@@ -249,6 +261,12 @@ SELECT set_config('hnsw.ef_search',
                   ::int::text, true),
        set_config('jit', 'off', true),
        set_config('plan_cache_mode', %(plan_cache_mode)s, true),
+       set_config('enable_sort', CASE WHEN %(sorts)s THEN current_setting('enable_sort')
+                                      -- an org under MIN_ROWS memories is best sorted exactly (avoids_sorts)
+                                      WHEN (SELECT count(*) FROM (SELECT 1 FROM fabric.memories
+                                                                  WHERE org = %(org)s LIMIT %(min_rows)s) o)
+                                           < %(min_rows)s THEN current_setting('enable_sort')
+                                      ELSE 'off' END, true),
        {iterative}set_config('max_parallel_workers_per_gather', '0', true)
 FROM (SELECT coalesce((SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(org_index)s)),
                       (SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(index)s)), 0) AS reltuples) i"""
@@ -283,7 +301,8 @@ async def apgvector_version(conn: psycopg.AsyncConnection) -> tuple[int, ...]:
 
 
 def session_settings(*, ef_search: int, iterative: bool = False, index: str = ALL_INDEX,
-                     org_index: str | None = None, generic: bool = False) -> list[tuple[str, Any]]:
+                     org_index: str | None = None, generic: bool = False, sorts: bool = True,
+                     org: str | None = None) -> list[tuple[str, Any]]:
     """Transaction-local settings a search runs with: the HNSW candidate list (ef_search, scaled up
     with the size of the index searched: `org_index`, the org's own partial index when it exists
     (fabric/read/indexes.py), else the shared `index`); an iterative index scan when pgvector has one (`iterative`: see
@@ -292,13 +311,15 @@ def session_settings(*, ef_search: int, iterative: bool = False, index: str = AL
     preparation lets the server pick after a few runs) was measured at ~370 ms against ~17 ms for the
     custom one at 100k memories -- planned for an unknown k, it joins through sequential scans.
     `generic`: the statement carries its org and sizes as literals (`generic_statement`), so the plan
-    the server keeps for it is the one to reuse."""
+    the server keeps for it is the one to reuse; `sorts` False: plan it with enable_sort off, unless `org`
+    has fewer than MIN_ROWS memories (avoids_sorts)."""
     # No parallel workers: the exact-scan branch would start them on every query even when its
     # one-time filter skips it (~18 ms at 1M; docs/performance.md).
     # relaxed_order (iterative): the statements re-sort the rows by distance themselves.
     return [(_SETTINGS_ITERATIVE_SQL if iterative else _SETTINGS_SQL, {
         "ef": ef_search, "index": index, "org_index": org_index,
-        "plan_cache_mode": "force_generic_plan" if generic else "force_custom_plan"})]
+        "plan_cache_mode": "force_generic_plan" if generic else "force_custom_plan",
+        "sorts": sorts, "org": org, "min_rows": MIN_ROWS})]
 
 
 def search_settings(params: dict[str, Any], *, ef_search: int, iterative: bool, generic: bool = False
@@ -317,7 +338,7 @@ def search_settings(params: dict[str, Any], *, ef_search: int, iterative: bool, 
     return session_settings(ef_search=ef, iterative=iterative,
                             index=CURRENT_INDEX if params["current"] else ALL_INDEX,
                             org_index="fabric." + org_index_name(table, params["org"]),
-                            generic=generic)
+                            generic=generic, sorts=not avoids_sorts(params, generic), org=params["org"])
 
 
 def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray | None, mode: str, k: int,

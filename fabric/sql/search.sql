@@ -30,20 +30,25 @@ named AS MATERIALIZED (   -- lexemes of the words the query names (people, place
     FROM qlex q JOIN unnest(to_tsvector('english', %(names)s)) AS n ON n.lexeme = q.lexeme
 ),
 terms AS MATERIALIZED (   -- each lexeme, and each pair of lexemes adjacent in the query as a phrase,
-                          -- with the number of the org's memories that contain its rarer lexeme
-    SELECT row_number() OVER () AS term, t.tq,
-           (SELECT min(coalesce(c.memories, 0))
-            FROM unnest(t.lexemes) AS l(lexeme)
-            LEFT JOIN fabric.term_counts c ON c.org = %(org)s AND c.lexeme = l.lexeme) AS org_df
+                          -- with the number of the org's memories that contain its rarer lexeme: of
+                          -- every state (org_df) and current (current_df, fabric.current_embeddings)
+    SELECT row_number() OVER () AS term, t.tq, d.org_df, d.current_df, cardinality(t.lexemes) = 1 AS lexeme
     FROM (SELECT tq, ARRAY[lexeme] AS lexemes FROM qlex
           UNION
           SELECT tsquery_phrase(a.tq, b.tq), ARRAY[a.lexeme, b.lexeme]
           FROM qlex a JOIN qlex b ON b.pos = a.pos + 1) t
+    CROSS JOIN LATERAL (
+        SELECT min(coalesce(c.memories, 0)) AS org_df, min(coalesce(c.current_memories, 0)) AS current_df
+        FROM unnest(t.lexemes) AS l(lexeme)
+        LEFT JOIN fabric.term_counts c ON c.org = %(org)s AND c.lexeme = l.lexeme) d
 ),
 postings AS MATERIALIZED (   -- each term's memories that hold (GIN index on org and text, then the
-                             -- time filter), up to df_cap, with the key and state `keyed` needs. A
-                             -- term in common_df or more of the org's memories is not scanned: it
-                             -- could weigh nothing (see weights).
+                             -- time filter), up to df_cap, with the key and state `keyed` needs. Not
+                             -- scanned, as it could weigh nothing (see weights): a term in common_df or
+                             -- more of the org's memories, and in a current-state read over the whole
+                             -- org, a term in df_cap or more current memories (those that hold now are
+                             -- among them: only one whose valid time ended since its memory last
+                             -- changed, or starts later, is counted and does not hold).
     SELECT t.term, p.id, p.names, p.subject, p.relation, p.state
     FROM terms t
     CROSS JOIN LATERAL (
@@ -54,7 +59,9 @@ postings AS MATERIALIZED (   -- each term's memories that hold (GIN index on org
         -- the org through the full-text index only (no `m.org = ...`: with one, the planner may AND the
         -- term's few rows with a B-tree bitmap of all the org's, 5.6 ms a term for a 40k-memory org)
         WHERE ARRAY[m.org] @> ARRAY[%(org)s]::text[] AND m.search_text @@ t.tq
-          AND t.org_df < %(common_df)s AND {{version_holds}}
+          AND t.org_df < %(common_df)s
+          AND (NOT %(current)s OR %(subject_prefix)s::text IS NOT NULL OR NOT t.lexeme OR t.current_df < %(df_cap)s)
+          AND {{version_holds}}
           AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
         LIMIT %(df_cap)s) p
 ),

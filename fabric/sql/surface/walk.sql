@@ -16,16 +16,20 @@ RETURNS SETOF fabric_api.memory_versions LANGUAGE sql STABLE AS $$
         WHERE b.hops < coalesce(p_max_depth, 100000)   -- depth guard
           AND c.id <> ALL (b.path)                      -- cycle guard
     ),
-    members (id, hops) AS (
-        SELECT id, hops FROM branch
-      UNION ALL                         -- from a root: its whole tree shares its root_id
-        SELECT n.id, n.depth - s.depth FROM start s
-        JOIN fabric_api.memory_nodes n ON n.org = p_org AND n.root_id = s.id
-        WHERE s.is_root AND (p_max_depth IS NULL OR n.depth - s.depth <= p_max_depth)
+    members AS (
+        SELECT b.hops, v.* FROM branch b
+        JOIN fabric_api.memory_versions v ON v.org = p_org AND v.id = b.id
+      UNION ALL                         -- from a root: its whole tree shares its root_id, read with
+                                        -- the versions in one pass (not found again by id)
+        SELECT v.depth - s.depth, v.* FROM start s
+        JOIN fabric_api.memory_versions v ON v.org = p_org AND v.root_id = s.id
+        WHERE s.is_root AND (p_max_depth IS NULL OR v.depth - s.depth <= p_max_depth)
     )
-    SELECT v.* FROM members b
-    JOIN fabric_api.memory_versions v ON v.org = p_org AND v.id = b.id
-    WHERE fabric_api.holds(v.valid_from, v.valid_to, v.recorded_at, v.expired_at,
+    SELECT w.org, w.id, w.parent_id, w.root_id, w.depth, w.content, w.subject, w.relation, w.value,
+           w.valid_from, w.valid_to, w.recorded_at, w.expired_at, w.superseded_by, w.placement,
+           w.source, w.kind, w.durability, w.metadata, w.version, w.state, w.decision_id, w.write_id
+    FROM members w
+    WHERE fabric_api.holds(w.valid_from, w.valid_to, w.recorded_at, w.expired_at,
                            p_valid_at, p_known_at, p_include_superseded)
-    ORDER BY b.hops, v.recorded_at, v.id
+    ORDER BY w.hops, w.recorded_at, w.id
 $$;

@@ -206,3 +206,15 @@ def test_two_titles_of_one_person_are_one_fact_for_the_net():
     old, new = sentence_key("Wren Halloway is a junior analyst."), sentence_key("Wren Halloway got promoted to "
                                                                                 "senior analyst.")
     assert old is not None and new is not None and old[:2] == new[:2] == ("Wren Halloway", "job_title")
+
+
+@pytest.mark.parametrize("text, subject", [
+    ("Moved my current account to Brackwater Bank last week.", "User"),   # a capitalised first word is no name
+    ("Sold my bike to Ilse Varga.", "User"),
+    ("Booked my flights with Corvid Air.", "User"),
+])
+def test_the_user_is_a_name_alone(text, subject):
+    from fabric.placement.rules import written_key
+
+    key = written_key(text)
+    assert key is not None and key[0] == subject, key

@@ -362,6 +362,9 @@ _DETERMINER_WORDS = frozenset("the a an its his her their our my your this that 
                               "some of".split())
 
 
+_USER_TOKEN = re.compile(r"User(?:['’]s?)?")  # "I", "my", "me" as align.canonical writes them ("Moved my ...")
+
+
 def names(text: str) -> tuple[Span, ...]:
     """The sentence's name and number spans, in order."""
     toks = [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
@@ -387,8 +390,8 @@ def names(text: str) -> tuple[Span, ...]:
             if initial and nxt[:1].islower() and nxt.casefold() in {"for", "of", "to", "in", "at"}:
                 close()  # "Home for Amara ..."
                 continue
-            if run and text[run[-1][1]:s].strip():  # only spaces may join the words of a name
-                close()
+            if run and (text[run[-1][1]:s].strip() or _USER_TOKEN.fullmatch(tok)):
+                close()  # only spaces join the words of a name; the user (align.canonical) is a name alone
             run.append((s, e, tok))
             if tok.endswith(("'s", "’s", "'", "’")):
                 close()  # a possessive ends the name

@@ -133,13 +133,13 @@ relations_asked AS MATERIALIZED (   -- each relation name found, once: is it the
 ),
 matched AS MATERIALIZED (   -- subject_words: how many words of the subject the question has (question_words);
                             -- subject_extra: how many it does not
-    SELECT id, (NOT %(include_superseded)s OR state = 'live')
-               AND relation IN (SELECT relation FROM relations_asked) AS relation_asked,
-           (SELECT count(*) FROM unnest(string_to_array(lower(subject), ' ')) w
-            WHERE w = ANY(%(question_words)s::text[])) AS subject_words,
-           (SELECT count(*) FROM unnest(string_to_array(lower(subject), ' ')) w
-            WHERE w <> '' AND w <> ALL(%(question_words)s::text[])) AS subject_extra
-    FROM keyed
+    SELECT k.id, (NOT %(include_superseded)s OR k.state = 'live')
+               AND k.relation IN (SELECT relation FROM relations_asked) AS relation_asked,
+           w.subject_words, w.subject_extra
+    FROM keyed k
+    CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE w = ANY(%(question_words)s::text[])) AS subject_words,
+                               count(*) FILTER (WHERE w <> ALL(%(question_words)s::text[])) AS subject_extra
+                        FROM unnest(string_to_array(lower(k.subject), ' ')) w) w
 ),
 named_best AS (   -- of the subjects that have most words in common with the question, those with fewest
                   -- other words: "Nordlys AS", not the sister company "Nordlys Fisk AS" beside it

@@ -218,3 +218,20 @@ def test_the_user_is_a_name_alone(text, subject):
 
     key = written_key(text)
     assert key is not None and key[0] == subject, key
+
+
+@pytest.mark.parametrize("text, key", [
+    ("Ilsa Brandvold got promoted to senior analyst.", ("Ilsa Brandvold", "job_title")),   # a title in words
+    ("Bramwell Clinic is up to 140 beds now.", ("Bramwell Clinic", "beds")),               # a count
+    ("Mayor of Tollcross: Esmé Varga", ("Tollcross", "mayor")),                            # a labelled note
+    ("Odile Marchetti went fully vegetarian.", ("Odile Marchetti", "diet")),               # a state
+    ("Odile Marchetti said she might go vegetarian.", (None, None)),                       # a maybe: no fact
+    ("Odile Marchetti is thinking about going vegan.", (None, None)),
+])
+def test_placement_gathers_under_the_key_a_write_would_be_stored_under(text, key):
+    """The lexicon reads none of these; the key the write would be stored under is the one its old
+    versions carry, so placement looks them up whatever their similarity (apply.write_key)."""
+    from fabric.write.apply import write_key
+
+    write = IncomingWrite(id=uuid.uuid4(), org="o", content=text, valid_from=datetime(2024, 1, 1, tzinfo=timezone.utc))
+    assert write_key(write) == key

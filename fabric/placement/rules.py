@@ -415,7 +415,9 @@ def state_key(text: str) -> tuple[str, str, str] | None:
     """The key a sentence's state or job title gives (subject, attribute, value), when it tells one of its
     subject alone, now ("Nikhil Rao went fully vegan" -> (Nikhil Rao, diet, vegan))."""
     now = state(text)
-    if now is not None and now.read and now.lower_case and (now.chosen or not negates(text)):
+    # (the words before the state are its subject: a modal there makes it a maybe, "X said she might go vegan")
+    if now is not None and now.read and now.lower_case and (now.chosen or not negates(text)) \
+            and not attributes._HYPOTHETICAL.search(now.subject):
         return spelled(text, now.subject), now.attribute, now.value
     held = title(canonical(text))
     return (held.written, "job_title", held.title) if held else None

@@ -11,7 +11,7 @@ import psycopg
 
 from fabric.bench import scale as sc
 from fabric.db import migrate
-from fabric.read.search import SEARCH_SQL, search, search_params, search_plan, search_settings
+from fabric.read.search import EXACT_SQL, SEARCH_SQL, search, search_params, search_plan, search_settings
 from fabric.sql import q
 
 
@@ -63,9 +63,10 @@ def test_hybrid_search_of_a_small_share_reads_only_its_tenants_rows(database_url
             with db.connect() as conn, conn.transaction():
                 for stmt, args in search_settings(params, ef_search=100, iterative=True):
                     conn.execute(stmt, args)
-                plan = [next(iter(r.values())) for r in conn.execute("EXPLAIN " + SEARCH_SQL, params)]
-            weights = _plan_section(plan, "weights")
-            assert "memory_versions" in weights and "Seq Scan" not in weights, weights
+                for statement in (SEARCH_SQL, EXACT_SQL):   # both count N in `holding`
+                    plan = [next(iter(r.values())) for r in conn.execute("EXPLAIN " + statement, params)]
+                    holding = _plan_section(plan, "holding")
+                    assert "memory_versions" in holding and "Seq Scan" not in holding, holding
     finally:
         db.drop()
 

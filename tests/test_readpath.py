@@ -355,3 +355,90 @@ def test_the_index_statement_answers_as_the_exact_one(fab, org):
     assert [r["vector_rank"] for r in everything] == [1, 2, 3]
     assert [r["score"] for r in everything] == sorted((r["score"] for r in everything), reverse=True)
 
+
+
+def _is_exact(statement: str) -> bool:
+    return "candidates AS MATERIALIZED" in statement   # search_exact, as given or with its literals written in
+
+
+def _rows_both_ways(conn, **kw):
+    """The rows of the index path (`search`) and of the exact one (`search_exact`) for one search."""
+    iterative = search_mod.pgvector_version(conn) >= search_mod.ITERATIVE_SCAN_SINCE
+    out = []
+    for small in (False, True):
+        settings, statement, params = search_mod.search_plan(**kw, iterative=iterative, small=small)
+        assert _is_exact(statement) == (small and not params["current"])
+        rows = search_mod._run(conn, settings, statement, params)
+        out.append([(r["id"], r["vector_rank"], r["lexical_rank"], r["named_matches"], r["attribute_match"],
+                     round(float(r["score"]), 9)) for r in rows])
+    return out
+
+
+def test_a_small_orgs_exact_search_answers_as_the_index_path(fab, org):
+    """search_exact (no HNSW, no per-term scans) ranks a small org's memories as `search` does: the same
+    rows, ranks and scores, hybrid and lexical, in time travel and (where it is not used, but correct)
+    the current state; and the old value holds only when asked about the past."""
+    put(fab, org, "Ines Moreau lives in Lyon.", ("Ines Moreau", "city", "Lyon"), T(2019))
+    put(fab, org, "Ines Moreau teaches chemistry at a lycee.", ("Ines Moreau", "job", "chemistry teacher"), T(2019))
+    put(fab, org, "The Moreau family keeps bees near Lyon.", (None, None, None), T(2018))
+    put(fab, org, "Ines Moreau lives in Grenoble.", ("Ines Moreau", "city", "Grenoble"), T(2024))
+    put(fab, org, "Paul Moreau, her brother, repairs bicycles.", ("Paul Moreau", "job", "bicycle repair"), T(2020))
+    text = "Where does Ines Moreau live?"
+    q = fab.embedder.embed([text])[0]
+    now = datetime.now(timezone.utc)
+    with fab.pool.connection() as conn:
+        for mode in ("hybrid", "lexical"):
+            for valid_at, current in ((T(2021), False), (now, True), (now, False)):
+                index, exact = _rows_both_ways(conn, org=org, text=text, vector=q, mode=mode, k=4,
+                                               valid_at=valid_at, known_at=now, current=current)
+                assert index == exact and len(exact) >= 3, (mode, valid_at, current)
+        past = search_mod.search(conn, org=org, text=text, vector=q, mode="hybrid", k=1, valid_at=T(2021),
+                                 known_at=now)
+    assert past[0]["content"] == "Ines Moreau lives in Lyon."
+
+
+def test_the_exact_lexical_leg_weighs_terms_by_the_memories_that_hold(pg, org):
+    """With df_cap 5, at a time when the 'ended' memories no longer hold: 'quokka' (7 ended, 1 holding)
+    weighs, 'walrus' (6 holding) weighs nothing -- in the exact path as in the index path."""
+    _insert_memories(pg, org, [(f"walrus note {i}", "live") for i in range(6)]
+                     + [(f"quokka sighting {i}", "ended") for i in range(7)]
+                     + [("quokka sighting walrus", "live")])
+    pg.row_factory = dict_row
+    try:
+        index, exact = _rows_both_ways(pg, org=org, text="quokka walrus", vector=None, mode="lexical", k=3,
+                                       valid_at=T(2022), known_at=datetime.now(timezone.utc), df_cap=5)
+    finally:
+        pg.row_factory = psycopg.rows.tuple_row
+    assert index == exact and len(exact) == 1   # walrus alone weighs nothing: only the sighting matches
+
+
+def test_a_time_travel_search_of_a_small_org_runs_the_exact_statement(fab, pg, org, monkeypatch):
+    """The fused modes' time-travel reads of an org of at most SMALL_ORG memories run search_exact; a
+    current-state read, vector mode and a larger org do not. The org's size is counted once per TTL."""
+    put(fab, org, "Sven Dahl sails a blue ketch.", ("Sven Dahl", "boat", "blue ketch"), T(2019))
+    put(fab, org, "Sven Dahl sails from Bergen.", ("Sven Dahl", "harbour", "Bergen"), T(2019))
+    assert search_mod.may_be_exact("hybrid", False, False, False)
+    assert not search_mod.may_be_exact("hybrid", True, False, False)    # current state
+    assert not search_mod.may_be_exact("vector", False, False, False)
+    assert not search_mod.may_be_exact("lexical", False, False, True)   # live_only reads the current state
+    search_mod._org_sizes.clear()
+    assert search_mod.small_org(pg, org)
+    monkeypatch.setattr(search_mod, "_ORG_SIZE_SQL", "SELECT 1 / 0")   # counted again, it would fail
+    assert search_mod.small_org(pg, org)    # the count is remembered
+    monkeypatch.setattr(search_mod, "SMALL_ORG", 1)
+    assert not search_mod.small_org(pg, org)   # 2 memories
+    monkeypatch.undo()
+    ran = []
+    real = search_mod._run
+    monkeypatch.setattr(search_mod, "_run",
+                        lambda conn, settings, stmt, p: ran.append(stmt) or real(conn, settings, stmt, p))
+    q = fab.embedder.embed(["Sven's boat"])[0]
+    now = datetime.now(timezone.utc)
+    with fab.pool.connection() as conn:
+        for limit, valid_at in ((1, T(2020)), (1000, T(2020)), (1000, now)):
+            monkeypatch.setattr(search_mod, "SMALL_ORG", limit)
+            search_mod._org_sizes.clear()
+            hits = search_mod.search(conn, org=org, text="Sven's boat", vector=q, mode="hybrid", k=2,
+                                     valid_at=valid_at, known_at=now, current=valid_at == now)
+            assert hits[0]["content"] == "Sven Dahl sails a blue ketch."
+    assert [_is_exact(s) for s in ran] == [False, True, False]

@@ -143,7 +143,7 @@ _I = "(?:^|(?<=[.!?,;:]\\s)|" + "|".join(rf"(?<=\b[a-z]{{{n}}}\s)" for n in rang
 _WE = "(?:^|" + "|".join(rf"(?<=\b{w}\s)" for w in ("so", "and", "but", "btw", "fyi", "also", "now")) \
     + r"|(?<=[.!?,;:]\s))[Ww]e"
 # A chat note with no subject ("Moved to Porto last month.", "Works at Stripe now.") is about the user.
-_NO_SUBJECT = re.compile(r"(?:^|(?<=[.!?]\s))(?:(Just|Recently|Finally|Now)\s+)?"
+_NO_SUBJECT = re.compile(r"(?:^|(?<=[.!?]\s))(?:((?i:just|recently|finally|now))\s+)?"
                          r"((?i:moved|relocated|started|joined|switched|lives|works|drives|prefers|left|quit)"
                          r"(?=\s+(?:(?:to|at|in|for|with|from|into|over)\s+)?[A-Z])"
                          # "starting a new job at Figma", not "Starting Monday, Dana leads ..."

@@ -36,7 +36,7 @@ from functools import lru_cache
 from difflib import SequenceMatcher
 from typing import Any, Sequence
 
-from . import attributes
+from . import attributes, samefact
 from .align import RELATIVES, Aligned, canonical, clauses, compare_aligned, read, relation_similarity, single_key
 from .attributes import unread
 from .keys import borrow_key, note_key, plain_key, same_attribute, title_key
@@ -272,7 +272,10 @@ class RuleValidator:
         new, old = extract(write.content, c.content), extract(c.content, write.content)
         verdict = compare(old, new) if new is not None and old is not None else "unknown"
         if verdict == "separate":
-            return verdict, None
+            replaced = samefact.compare(c.content, write.content)  # "sold the Cupra and drives a Leaf"
+            if replaced is None or replaced.verdict != "contradiction_fork":
+                return verdict, None
+            return "contradiction_fork", _generic(replaced, "")
         aligned = compare_aligned(c.content, write.content, relation_similarity, c.similarity)
         if verdict != "unknown" and new is not None and old is not None:  # (the lexicon read both)
             if aligned.veto and (verdict == "contradiction_fork" or _POSSESSED_RELATIVE.search(c.content + " " +
@@ -291,6 +294,18 @@ class RuleValidator:
                     else same.verdict
                 return kind, Statement(same.subject, same.attribute, same.old_value, same.new_value, same.why,
                                                True)
+        if verdict == "unknown" and aligned.verdict in ("unknown", "separate", "child_update"):
+            generic = samefact.compare(c.content, write.content)  # no relation read: one subject, one value
+            if generic is not None:
+                kind = "child_update" if generic.verdict == "duplicate" and _more_detail(generic, c.content,
+                                                                                         write.content) \
+                    else generic.verdict
+                return kind, _generic(generic, aligned.relation)
+            if aligned.verdict != "child_update" and samefact.refines(c.content, write.content):
+                return "child_update", Statement(aligned.subject, aligned.relation, "", "",
+                                                 "all the old sentence says, and more", False)
+        if aligned.verdict == "contradiction_fork" and samefact.same_value(aligned.old_value, aligned.new_value):
+            aligned = replace(aligned, verdict="duplicate", why=f"{aligned.why}; the same value written otherwise")
         return aligned.verdict, Statement.from_alignment(aligned, c)
 
     def _by_key(self, write: IncomingWrite, new_words: list[str], keyed: Sequence[Candidate]) -> Decision | None:
@@ -337,6 +352,18 @@ class RuleValidator:
             return Decision("duplicate", c.id, f"paraphrase (similarity {c.similarity:.2f}, same names and numbers)",
                             0.7, self.name)
         return None
+
+
+def _more_detail(same: attributes.Same, old_text: str, new_text: str) -> bool:
+    """`adds_detail` with the value written one way on both sides: "+44 7700 900218" for "07700 900 218" is
+    the same number, no detail."""
+    return adds_detail(canonical(old_text).replace(same.old_value, "the value"),
+                       canonical(new_text).replace(same.new_value, "the value"))
+
+
+def _generic(same: attributes.Same, relation: str) -> Statement:
+    """A statement the generic path read: no relation named, so no key for the new version."""
+    return Statement(same.subject, relation, same.old_value, same.new_value, same.why, False)
 
 
 # "X's wife", "X's son": a relative who holds the fact (not "lives there with his partner": a detail)

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 import uuid
 import weakref
 from datetime import datetime
@@ -78,11 +79,17 @@ OTHER_SUBJECT_SHARE = 0.5
 CONTEXT_SLACK = 8   # superseded nodes a context walk may pass through beyond n hops
 CURRENT_OVERFETCH = 2   # current-state scans take this many candidates per row asked, then filter by time
 ITERATIVE_SCAN_SINCE = (0, 8)   # the pgvector release that added hnsw.iterative_scan
+# A time-travel fused search (hybrid, lexical) of an org of at most this many memories (of every state)
+# is computed exactly (search_exact): no HNSW, no per-term index scans. Its size is read at most every
+# ORG_SIZE_TTL seconds. Measured at 1M memories (docs/performance.md, sixth pass).
+SMALL_ORG = 1_000
+ORG_SIZE_TTL = 60.0
 # The HNSW index each kind of read searches (its size sets the candidate list).
 CURRENT_INDEX = "fabric.ix_current_embeddings_embedding_hnsw"
 ALL_INDEX = "fabric.ix_memories_embedding_hnsw"
 
 SEARCH_SQL = q("search")
+EXACT_SQL = q("search_exact")
 VECTOR_SQL = q("search_vector")
 VECTOR_CURRENT_SQL = q("search_vector_current")
 VECTOR_AT_SQL = q("search_vector_at")
@@ -146,13 +153,14 @@ def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, 
             "other_subject_weight": OTHER_SUBJECT_SHARE * attribute_weight}
 
 
-def statement_for(mode: str, iterative: bool = False, current: bool = False) -> str:
-    """Hybrid and lexical run `search`. Vector mode runs `search_vector` (index scan, exact scan when it
-    comes up short); with iterative scans (`iterative`) it first runs the index scan alone, of the
+def statement_for(mode: str, iterative: bool = False, current: bool = False, small: bool = False) -> str:
+    """Hybrid and lexical run `search`, or `search_exact` when `small` (a small org's time-travel read:
+    may_be_exact, small_org). Vector mode runs `search_vector` (index scan, exact scan when it comes up
+    short); with iterative scans (`iterative`) it first runs the index scan alone, of the
     current state (`current`: search_vector_current) or of every memory (search_vector_at): cheaper to
     plan, and it nearly always returns k rows (see `fallback_for`)."""
     if mode != "vector":
-        return SEARCH_SQL
+        return EXACT_SQL if small else SEARCH_SQL
     if not iterative:
         return VECTOR_SQL
     return VECTOR_CURRENT_SQL if current else VECTOR_AT_SQL
@@ -172,7 +180,7 @@ def uses_generic_plan(params: dict[str, Any], statement: str) -> bool:
     search_vector, whose exact-scan branch a generic plan joins badly, are planned for their values
     every time (see session_settings)."""
     if params["mode"] != "vector":
-        return statement is SEARCH_SQL
+        return statement is SEARCH_SQL or statement is EXACT_SQL
     return params["current"] and statement is VECTOR_CURRENT_SQL
 
 
@@ -253,6 +261,52 @@ def custom_plans(settings: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     """`settings` with plans made for the actual parameters (a fallback's statement has no literals)."""
     return [(stmt, dict(args, plan_cache_mode="force_custom_plan", sorts=True) if args and "plan_cache_mode" in args
              else args) for stmt, args in settings]
+
+
+_ORG_SIZE_SQL = "SELECT count(*) FROM (SELECT 1 FROM fabric.memories WHERE org = %(org)s LIMIT %(limit)s) m"
+# (database, org) -> (its memories counted up to SMALL_ORG + 1, when they were counted: time.monotonic())
+_org_sizes: dict[tuple[str, str], tuple[int, float]] = {}
+
+
+def _known_size(key: tuple[str, str]) -> int | None:
+    size, when = _org_sizes.get(key, (0, -ORG_SIZE_TTL))
+    return size if time.monotonic() - when < ORG_SIZE_TTL else None
+
+
+def _remember_size(key: tuple[str, str], size: int) -> int:
+    if len(_org_sizes) > 100_000:   # a bound, not a policy: one count per org again
+        _org_sizes.clear()
+    _org_sizes[key] = (size, time.monotonic())
+    return size
+
+
+def may_be_exact(mode: str, current: bool, include_superseded: bool, live_only: bool) -> bool:
+    """Could this search run search_exact (were its org small)? A fused mode's time-travel read: there the
+    index path walks the HNSW graph of every memory and scans each term's postings; a current-state read
+    of a small org costs the same either way (docs/performance.md, sixth pass), so it keeps one path."""
+    return mode != "vector" and not ((current and not include_superseded) or live_only)
+
+
+def small_org(conn: psycopg.Connection, org: str) -> bool:
+    """Has `org` SMALL_ORG memories or fewer (search_exact)? Counted at most every ORG_SIZE_TTL seconds per
+    database: a count an org has since outgrown (or grown into) only picks the other path, and both answer."""
+    key = (conn.info.dsn, org)
+    size = _known_size(key)
+    if size is None:
+        row = conn.cursor(row_factory=tuple_row).execute(_ORG_SIZE_SQL, {"org": org, "limit": SMALL_ORG + 1}).fetchone()
+        size = _remember_size(key, row[0] if row else 0)
+    return size <= SMALL_ORG
+
+
+async def asmall_org(conn: psycopg.AsyncConnection, org: str) -> bool:
+    """`small_org` on an async connection."""
+    key = (conn.info.dsn, org)
+    size = _known_size(key)
+    if size is None:
+        cur = await conn.cursor(row_factory=tuple_row).execute(_ORG_SIZE_SQL, {"org": org, "limit": SMALL_ORG + 1})
+        row = await cur.fetchone()
+        size = _remember_size(key, row[0] if row else 0)
+    return size <= SMALL_ORG
 
 
 _SETTINGS_SQL = """
@@ -355,7 +409,8 @@ def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray 
         org=org, text=text, vector=vector, mode=mode, k=k, valid_at=valid_at, known_at=known_at,
         include_superseded=include_superseded, live_only=live_only, ef_search=ef_search, pool=pool,
         rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix, current=current,
-        iterative=pgvector_version(conn) >= ITERATIVE_SCAN_SINCE)
+        iterative=pgvector_version(conn) >= ITERATIVE_SCAN_SINCE,
+        small=may_be_exact(mode, current, include_superseded, live_only) and small_org(conn, org))
     rows = _run(conn, settings, statement, params)
     fallback = fallback_for(statement, rows, params)
     if fallback is not None:
@@ -382,7 +437,9 @@ def _run(conn: psycopg.Connection, settings: list[tuple[str, Any]], statement: s
 async def asearch(conn: psycopg.AsyncConnection, **kw: Any) -> list[dict[str, Any]]:
     """`search` on an async connection: the same plan, the same statement, the same rows."""
     iterative = await apgvector_version(conn) >= ITERATIVE_SCAN_SINCE
-    settings, statement, params = search_plan(**kw, iterative=iterative)
+    small = may_be_exact(kw["mode"], kw.get("current", False), kw.get("include_superseded", False),
+                         kw.get("live_only", False)) and await asmall_org(conn, kw["org"])
+    settings, statement, params = search_plan(**kw, iterative=iterative, small=small)
     rows = await _arun(conn, settings, statement, params)
     fallback = fallback_for(statement, rows, params)
     if fallback is not None:
@@ -405,13 +462,14 @@ def search_plan(*, org: str, text: str, vector: np.ndarray | None, mode: str, k:
                 known_at: datetime, include_superseded: bool = False, live_only: bool = False,
                 ef_search: int = 100, pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP,
                 names: bool = True, subject_prefix: str | None = None, current: bool = False,
-                iterative: bool = False) -> tuple[list[tuple[str, Any]], str, dict[str, Any]]:
-    """(session settings, statement, parameters) of one search."""
+                iterative: bool = False, small: bool = False) -> tuple[list[tuple[str, Any]], str, dict[str, Any]]:
+    """(session settings, statement, parameters) of one search; `small`: the org is searched exactly
+    (small_org)."""
     params = search_params(org=org, text=text, vector=vector, mode=mode, k=k, valid_at=valid_at,
                            known_at=known_at, include_superseded=include_superseded, live_only=live_only,
                            pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix,
                            current=current)
-    statement = statement_for(mode, iterative, params["current"])
+    statement = statement_for(mode, iterative, params["current"], small and not params["current"])
     generic = uses_generic_plan(params, statement)
     if generic:
         statement = generic_statement(statement, params)

@@ -19,16 +19,7 @@
 -- The vector leg (ann, qualifying, nearest) is the fragment vector_leg, shared with search_vector.
 WITH
 -- ---------------------------------------------------------------- lexical leg
-qlex AS (   -- the query's lexemes, normalised as search_text is ('english'), with their positions
-    SELECT l.lexeme, p.pos,
-           ('''' || replace(replace(l.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery AS tq
-    FROM unnest(to_tsvector('english', %(query)s)) AS l
-    CROSS JOIN LATERAL unnest(l.positions) AS p(pos)
-),
-named AS MATERIALIZED (   -- lexemes of the words the query names (people, places, products)
-    SELECT DISTINCT q.tq
-    FROM qlex q JOIN unnest(to_tsvector('english', %(names)s)) AS n ON n.lexeme = q.lexeme
-),
+{{query_lexemes}},
 terms AS MATERIALIZED (   -- each lexeme, and each pair of lexemes adjacent in the query as a phrase,
                           -- with the number of the org's memories that contain its rarer lexeme: of
                           -- every state (org_df) and current (current_df, fabric.current_embeddings)
@@ -65,38 +56,7 @@ postings AS MATERIALIZED (   -- each term's memories that hold (GIN index on org
           AND (%(subject_prefix)s::text IS NULL OR fabric_api.under(m.subject, %(subject_prefix)s))
         LIMIT %(df_cap)s) p
 ),
-weights AS MATERIALIZED (   -- BM25's idf over the memories that hold (N, df counted up to df_cap): the
-                            -- statistics of what can be returned. A term in df_cap or more of them
-                            -- weighs nothing (a stop word for this org at this time).
-    SELECT p.term, ln(1 + (c.n - count(*) + 0.5) / (count(*) + 0.5))::float8 AS idf
-    FROM postings p
-    CROSS JOIN (SELECT count(*) AS n
-                FROM (SELECT 1 FROM fabric.memory_versions v
-                      WHERE v.org = %(org)s AND {{version_holds}}
-                        -- a current-state read counts believed versions only: through the partial
-                        -- index of those (ix_memory_versions_current), not past the expired ones
-                        AND (NOT %(current)s OR v.expired_at IS NULL)
-                      -- in key order: the org's own rows through the primary key (a seq scan would
-                      -- read past every other org's rows before it met this one's)
-                      ORDER BY v.memory_id
-                      LIMIT %(df_cap)s) s) c
-    GROUP BY p.term, c.n
-    HAVING count(*) < %(df_cap)s
-),
-lex_match AS (   -- sum the weights of the terms each memory contains (binary term frequency)
-    SELECT p.id, sum(w.idf) AS lex, max(p.names) AS names,
-           min(p.subject) AS subject, min(p.relation) AS relation, min(p.state) AS state   -- one per id
-    FROM postings p JOIN weights w ON w.term = p.term
-    GROUP BY p.id
-),
-lex_leg AS (   -- every memory here holds: rank them all, then cut
-    SELECT x.id, x.names, x.subject, x.relation, x.state,
-           x.names * (SELECT 1 + sum(idf) FROM weights) + x.lex AS lex_score,
-           rank() OVER (ORDER BY x.names DESC, x.lex DESC) AS lex_rank
-    FROM lex_match x
-    ORDER BY x.names DESC, x.lex DESC, x.id
-    LIMIT %(pool)s
-),
+{{lexical_ranking}},
 -- ---------------------------------------------------------------- vector leg
 {{vector_leg}},
 vec_leg AS (
@@ -106,81 +66,52 @@ vec_leg AS (
     FROM nearest s
     JOIN fabric.memories m ON m.org = %(org)s AND m.id = s.id
 ),
--- ---------------------------------------------------------------- fusion
-fused AS (
-    SELECT coalesce(v.id, l.id) AS id, v.vec_rank, l.lex_score, l.lex_rank, coalesce(v.names, l.names) AS names,
-           coalesce(v.subject, l.subject) AS subject, coalesce(v.relation, l.relation) AS relation,
-           coalesce(v.state, l.state) AS state
-    FROM vec_leg v FULL JOIN lex_leg l ON l.id = v.id
+{{fusion}}
+
+-- name: search_exact
+-- `search` for a time-travel read of a small org (fabric/read/search.py: SMALL_ORG memories or fewer):
+-- the same legs, weights and fusion, computed exactly over the org's memories that hold, with no HNSW
+-- and no per-term index scans: for a few hundred memories a cosine and a full-text test each cost less
+-- than walking the graph of every memory and scanning each term's postings. The vector leg is the exact
+-- nearest `pool` (what `search`'s index scan approximates, and its exact-scan fallback computes); the
+-- lexical leg is BM25 over the same postings, N and df (a term in df_cap or more of the memories that
+-- hold weighs nothing, as there). Correct for a current-state read too (not used for one: no cheaper
+-- there). Parameters as in `search`.
+WITH
+{{query_lexemes}},
+terms AS MATERIALIZED (   -- each lexeme, and each pair of lexemes adjacent in the query as a phrase
+    SELECT row_number() OVER () AS term, t.tq
+    FROM (SELECT tq FROM qlex
+          UNION
+          SELECT tsquery_phrase(a.tq, b.tq) FROM qlex a JOIN qlex b ON b.pos = a.pos + 1) t
 ),
-keyed AS MATERIALIZED (   -- hybrid: the fused memories' keys and the state of the version that holds (the
-                          -- output's: both legs found the memory through it, and carried them here)
-    SELECT f.id, f.subject, f.relation, f.state
-    FROM fused f
-    WHERE %(mode)s = 'hybrid' AND f.relation IS NOT NULL
+candidates AS MATERIALIZED (   -- the org's memories that hold, with their distance to the query
+    SELECT m.id, m.search_text, m.subject, m.relation, v.state, m.embedding <=> %(q)s::vector AS distance
+    {{memories_that_hold}}
 ),
-relations_asked AS MATERIALIZED (   -- each relation name found, once: is it the attribute the question asks about
-                       -- (fabric/read/intent.py)? One of the lexicon attributes the question names, or a
-                       -- name whose every word is among the question's (favourite_restaurant ~ "favourite
-                       -- restaurant"; words compared stemmed, a stem may be a prefix of the other)
-    SELECT r.relation
-    FROM (SELECT DISTINCT relation FROM keyed) r
-    CROSS JOIN (SELECT tsvector_to_array(to_tsvector('english', %(attribute_words)s)) AS words) q
-    WHERE r.relation = ANY(%(attribute_relations)s::text[])
-       OR (SELECT bool_and(EXISTS (SELECT 1 FROM unnest(q.words) w
-                                   WHERE (length(rw) >= 3 AND starts_with(w, rw)) OR (length(w) >= 4 AND starts_with(rw, w))))
-           FROM unnest(tsvector_to_array(to_tsvector('english', replace(r.relation, '_', ' ')))) rw)
+postings AS MATERIALIZED (   -- each term's memories: one test of any query lexeme per candidate, then
+                             -- each term on the few that have one
+    SELECT t.term, c.id, (SELECT count(*) FROM named n WHERE c.search_text @@ n.tq) AS names,
+           c.subject, c.relation, c.state
+    FROM (SELECT * FROM candidates
+          WHERE search_text @@ (SELECT string_agg(DISTINCT tq::text, ' | ')::tsquery FROM qlex)) c
+    JOIN terms t ON c.search_text @@ t.tq
 ),
-matched AS MATERIALIZED (   -- subject_words: how many words of the subject the question has (question_words);
-                            -- subject_extra: how many it does not
-    SELECT k.id, (NOT %(include_superseded)s OR k.state = 'live')
-               AND k.relation IN (SELECT relation FROM relations_asked) AS relation_asked,
-           w.subject_words, w.subject_extra
-    FROM keyed k
-    CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE w = ANY(%(question_words)s::text[])) AS subject_words,
-                               count(*) FILTER (WHERE w <> ALL(%(question_words)s::text[])) AS subject_extra
-                        FROM unnest(string_to_array(lower(k.subject), ' ')) w) w
+{{lexical_ranking}},
+-- ---------------------------------------------------------------- vector leg
+vec_leg AS (
+    SELECT s.id, s.distance, row_number() OVER (ORDER BY s.distance, s.id) AS vec_rank,
+           (SELECT count(*) FROM named n WHERE s.search_text @@ n.tq) AS names,
+           s.subject, s.relation, s.state
+    FROM (SELECT * FROM candidates c
+          WHERE %(mode)s <> 'lexical'
+            -- a current-state read's vector leg searches what fabric.current_embeddings holds
+            AND (NOT %(current)s OR EXISTS (SELECT 1 FROM fabric.current_embeddings e
+                                            WHERE e.org = %(org)s AND e.memory_id = c.id))
+          ORDER BY distance, id
+          LIMIT %(pool)s) s
 ),
-named_best AS (   -- of the subjects that have most words in common with the question, those with fewest
-                  -- other words: "Nordlys AS", not the sister company "Nordlys Fisk AS" beside it
-    SELECT id, relation_asked, subject_words = max(subject_words) OVER () AS most,
-           subject_extra = min(subject_extra) OVER (PARTITION BY subject_words) AS fewest
-    FROM matched
-),
-asked AS (   -- attribute: the memory states the attribute asked about, of the subject the question names best
-             -- (most words in common: "Corin Lindqvist", not the twin "Corin Lindquist"; then fewest other
-             -- words); when it names no subject found here, of any subject. other_subject: the question
-             -- names this subject with more words beside it (a sister company): it ranks after the one named
-    SELECT n.id, (n.relation_asked AND n.most AND (n.fewest OR best.words = 0))::int AS attribute,
-           (n.most AND NOT n.fewest AND best.words > 0)::int AS other_subject
-    FROM named_best n CROSS JOIN (SELECT max(subject_words) AS words FROM matched) best
-),
-scored AS (   -- named terms matched (counted by whichever leg found the memory) first, then the attribute
-              -- asked about (a tier: attribute_weight exceeds any fused score), then RRF
-    SELECT f.id, f.vec_rank, f.lex_rank, f.names,
-           CASE %(mode)s WHEN 'hybrid' THEN coalesce(a.attribute, 0) END AS attribute,
-           CASE %(mode)s
-               WHEN 'lexical' THEN f.lex_score
-               ELSE f.names + %(attribute_weight)s * coalesce(a.attribute, 0)
-                            - %(other_subject_weight)s * coalesce(a.other_subject, 0)
-                            + coalesce(1.0::float8 / (%(rrf_k)s + f.vec_rank), 0)
-                            + coalesce(1.0::float8 / (%(rrf_k)s + f.lex_rank), 0)
-           END AS score
-    FROM fused f LEFT JOIN asked a ON a.id = f.id
-),
-top AS (
-    SELECT * FROM scored ORDER BY score DESC, vec_rank, id LIMIT %(k)s
-)
-SELECT m.id, m.org, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.relation, m.value,
-       v.valid_from, v.valid_to, v.recorded_at, v.expired_at, v.superseded_by, m.placement,
-       m.source, m.kind, m.durability, m.metadata, v.version, v.state, v.decision_id,
-       t.score, t.vec_rank AS vector_rank, t.lex_rank AS lexical_rank, t.names AS named_matches,
-       t.attribute AS attribute_match
-FROM top t
-JOIN fabric.memories m ON m.org = %(org)s AND m.id = t.id
-JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
-WHERE {{version_holds}}
-ORDER BY t.score DESC, t.vec_rank, t.id
+{{fusion}}
 
 -- name: search_vector
 -- Vector retrieval: the k memories nearest to the query that hold at (valid_at, known_at).
@@ -371,3 +302,133 @@ ranked AS (
     FROM near n
 )
 SELECT * FROM ranked WHERE nth <= %(n)s ORDER BY hit, nth
+
+-- fragment: query_lexemes
+-- The query's lexemes and the named ones (CTEs qlex, named) of `search` and `search_exact`.
+qlex AS (   -- the query's lexemes, normalised as search_text is ('english'), with their positions
+    SELECT l.lexeme, p.pos,
+           ('''' || replace(replace(l.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery AS tq
+    FROM unnest(to_tsvector('english', %(query)s)) AS l
+    CROSS JOIN LATERAL unnest(l.positions) AS p(pos)
+),
+named AS MATERIALIZED (   -- lexemes of the words the query names (people, places, products)
+    SELECT DISTINCT q.tq
+    FROM qlex q JOIN unnest(to_tsvector('english', %(names)s)) AS n ON n.lexeme = q.lexeme
+)
+
+-- fragment: lexical_ranking
+-- The lexical leg's weights and ranking (CTEs weights, lex_match, lex_leg) from `postings`, in `search`
+-- and `search_exact`.
+holding AS MATERIALIZED (   -- N for BM25: the memories that hold, counted up to df_cap (once: inside
+                            -- `weights` a nested loop could count it again for every posting)
+    SELECT count(*) AS n
+    FROM (SELECT 1 FROM fabric.memory_versions v
+          WHERE v.org = %(org)s AND {{version_holds}}
+            -- a current-state read counts believed versions only: through the partial
+            -- index of those (ix_memory_versions_current), not past the expired ones
+            AND (NOT %(current)s OR v.expired_at IS NULL)
+          -- in key order: the org's own rows through the primary key (a seq scan would
+          -- read past every other org's rows before it met this one's)
+          ORDER BY v.memory_id
+          LIMIT %(df_cap)s) s
+),
+weights AS MATERIALIZED (   -- BM25's idf over the memories that hold (N, df counted up to df_cap): the
+                            -- statistics of what can be returned. A term in df_cap or more of them
+                            -- weighs nothing (a stop word for this org at this time).
+    SELECT p.term, ln(1 + (c.n - count(*) + 0.5) / (count(*) + 0.5))::float8 AS idf
+    FROM postings p CROSS JOIN holding c
+    GROUP BY p.term, c.n
+    HAVING count(*) < %(df_cap)s
+),
+lex_match AS (   -- sum the weights of the terms each memory contains (binary term frequency)
+    SELECT p.id, sum(w.idf) AS lex, max(p.names) AS names,
+           min(p.subject) AS subject, min(p.relation) AS relation, min(p.state) AS state   -- one per id
+    FROM postings p JOIN weights w ON w.term = p.term
+    GROUP BY p.id
+),
+lex_leg AS (   -- every memory here holds: rank them all, then cut
+    SELECT x.id, x.names, x.subject, x.relation, x.state,
+           x.names * (SELECT 1 + sum(idf) FROM weights) + x.lex AS lex_score,
+           rank() OVER (ORDER BY x.names DESC, x.lex DESC) AS lex_rank
+    FROM lex_match x
+    ORDER BY x.names DESC, x.lex DESC, x.id
+    LIMIT %(pool)s
+)
+
+-- fragment: fusion
+-- Both legs fused and ranked, and the output rows, of `search` and `search_exact` (from vec_leg, lex_leg).
+-- ---------------------------------------------------------------- fusion
+fused AS (
+    SELECT coalesce(v.id, l.id) AS id, v.vec_rank, l.lex_score, l.lex_rank, coalesce(v.names, l.names) AS names,
+           coalesce(v.subject, l.subject) AS subject, coalesce(v.relation, l.relation) AS relation,
+           coalesce(v.state, l.state) AS state
+    FROM vec_leg v FULL JOIN lex_leg l ON l.id = v.id
+),
+keyed AS MATERIALIZED (   -- hybrid: the fused memories' keys and the state of the version that holds (the
+                          -- output's: both legs found the memory through it, and carried them here)
+    SELECT f.id, f.subject, f.relation, f.state
+    FROM fused f
+    WHERE %(mode)s = 'hybrid' AND f.relation IS NOT NULL
+),
+relations_asked AS MATERIALIZED (   -- each relation name found, once: is it the attribute the question asks about
+                       -- (fabric/read/intent.py)? One of the lexicon attributes the question names, or a
+                       -- name whose every word is among the question's (favourite_restaurant ~ "favourite
+                       -- restaurant"; words compared stemmed, a stem may be a prefix of the other)
+    SELECT r.relation
+    FROM (SELECT DISTINCT relation FROM keyed) r
+    CROSS JOIN (SELECT tsvector_to_array(to_tsvector('english', %(attribute_words)s)) AS words) q
+    WHERE r.relation = ANY(%(attribute_relations)s::text[])
+       OR (SELECT bool_and(EXISTS (SELECT 1 FROM unnest(q.words) w
+                                   WHERE (length(rw) >= 3 AND starts_with(w, rw)) OR (length(w) >= 4 AND starts_with(rw, w))))
+           FROM unnest(tsvector_to_array(to_tsvector('english', replace(r.relation, '_', ' ')))) rw)
+),
+matched AS MATERIALIZED (   -- subject_words: how many words of the subject the question has (question_words);
+                            -- subject_extra: how many it does not
+    SELECT k.id, (NOT %(include_superseded)s OR k.state = 'live')
+               AND k.relation IN (SELECT relation FROM relations_asked) AS relation_asked,
+           w.subject_words, w.subject_extra
+    FROM keyed k
+    CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE w = ANY(%(question_words)s::text[])) AS subject_words,
+                               count(*) FILTER (WHERE w <> ALL(%(question_words)s::text[])) AS subject_extra
+                        FROM unnest(string_to_array(lower(k.subject), ' ')) w) w
+),
+named_best AS (   -- of the subjects that have most words in common with the question, those with fewest
+                  -- other words: "Nordlys AS", not the sister company "Nordlys Fisk AS" beside it
+    SELECT id, relation_asked, subject_words = max(subject_words) OVER () AS most,
+           subject_extra = min(subject_extra) OVER (PARTITION BY subject_words) AS fewest
+    FROM matched
+),
+asked AS (   -- attribute: the memory states the attribute asked about, of the subject the question names best
+             -- (most words in common: "Corin Lindqvist", not the twin "Corin Lindquist"; then fewest other
+             -- words); when it names no subject found here, of any subject. other_subject: the question
+             -- names this subject with more words beside it (a sister company): it ranks after the one named
+    SELECT n.id, (n.relation_asked AND n.most AND (n.fewest OR best.words = 0))::int AS attribute,
+           (n.most AND NOT n.fewest AND best.words > 0)::int AS other_subject
+    FROM named_best n CROSS JOIN (SELECT max(subject_words) AS words FROM matched) best
+),
+scored AS (   -- named terms matched (counted by whichever leg found the memory) first, then the attribute
+              -- asked about (a tier: attribute_weight exceeds any fused score), then RRF
+    SELECT f.id, f.vec_rank, f.lex_rank, f.names,
+           CASE %(mode)s WHEN 'hybrid' THEN coalesce(a.attribute, 0) END AS attribute,
+           CASE %(mode)s
+               WHEN 'lexical' THEN f.lex_score
+               ELSE f.names + %(attribute_weight)s * coalesce(a.attribute, 0)
+                            - %(other_subject_weight)s * coalesce(a.other_subject, 0)
+                            + coalesce(1.0::float8 / (%(rrf_k)s + f.vec_rank), 0)
+                            + coalesce(1.0::float8 / (%(rrf_k)s + f.lex_rank), 0)
+           END AS score
+    FROM fused f LEFT JOIN asked a ON a.id = f.id
+),
+top AS (
+    SELECT * FROM scored ORDER BY score DESC, vec_rank, id LIMIT %(k)s
+)
+SELECT m.id, m.org, m.parent_id, m.root_id, m.depth, m.content, m.subject, m.relation, m.value,
+       v.valid_from, v.valid_to, v.recorded_at, v.expired_at, v.superseded_by, m.placement,
+       m.source, m.kind, m.durability, m.metadata, v.version, v.state, v.decision_id,
+       t.score, t.vec_rank AS vector_rank, t.lex_rank AS lexical_rank, t.names AS named_matches,
+       t.attribute AS attribute_match
+FROM top t
+JOIN fabric.memories m ON m.org = %(org)s AND m.id = t.id
+JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id
+WHERE {{version_holds}}
+ORDER BY t.score DESC, t.vec_rank, t.id

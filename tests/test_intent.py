@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 
 import pytest
 
+from fabric.types import utcnow
 from fabric.read.intent import read_question
 
 
@@ -270,6 +271,9 @@ def test_a_sister_company_ranks_after_the_company_the_question_names(fab, org):
         assert [h.subject for h in hits] == ["Halvard AS", "Halvard AS", "Halvard Fisk AS"], \
             [(h.content, h.score, h.ranks) for h in hits]
         assert [h.ranks["attribute"] for h in hits] == [1, 0, 0]
+    # The same at a time in the past of the store (a time-travel read: another statement, one fusion)
+    then = _top(fab, org, "Where is Halvard AS headquartered?", known_at=utcnow())
+    assert [h.subject for h in then] == ["Halvard AS", "Halvard AS", "Halvard Fisk AS"]
     # Asked about the sister company by its full name, it is the one named best.
     hits = _top(fab, org, "Where is Halvard Fisk AS headquartered?")
     assert hits[0].subject == "Halvard Fisk AS" and hits[0].ranks["attribute"] == 1

@@ -4,8 +4,8 @@ The lexicon (facts.py), the alignment (align.py) and the attribute classifier (a
 relations they were written or trained for. This path reads none: it asks only whether the two sentences
 say something of the same kind about the same subject, and leaves the relation unnamed.
 
-1. Subject: the name both sentences share (the user for "I" / "my"), also when one sentence splits it in
-   two ("Kittiwake cut the X5 drone's price" beside "the Kittiwake X5 drone").
+1. Subject: the names both sentences share (the user for "I" / "my"; a second shared name is the
+   subject's setting: "X's GP", "X's choir"), also when one sentence splits one in two ("Kittiwake cut the X5 drone's price" beside "the Kittiwake X5 drone").
 2. Value: the one other name or figure each sentence holds (a date or year beside another value says
    when, not what).
 3. Frame: the sentences with the subject masked as X and the value as Y must be close in meaning by
@@ -93,10 +93,8 @@ def _subject(old: Reading, new: Reading) -> tuple[set[str], set[str]] | None:
     """The subject's anchor keys in the old and the new sentence: one shared name, or one old name the new
     sentence writes in parts ("kittiwake x5" / "kittiwake" ... "x5")."""
     shared = {a.key for a in old.anchors if a.kind == "name"} & {a.key for a in new.anchors if a.kind == "name"}
-    if len(shared) == 1:
+    if shared:  # several shared names: the others are the subject's setting ("X's GP", "X sings in Y's choir")
         return shared, shared
-    if shared:
-        return None
     for a in old.anchors:
         parts = {b.key for b in new.anchors if b.kind == "name" and set(b.key.split()) < set(a.key.split())}
         if len(parts) > 1 and set(" ".join(parts).split()) == set(a.key.split()):
@@ -280,7 +278,9 @@ def refines(old_text: str, new_text: str) -> bool:
     if old.negated or new.negated or new.also or not old.anchors or not old.words \
             or _HYPOTHETICAL.search(old_text) or _HYPOTHETICAL.search(new_text):
         return False
-    if not {a.key for a in old.anchors} <= {a.key for a in new.anchors} or not set(old.words) <= set(new.words):
+    new_keys = [set(a.key.split()) for a in new.anchors]  # "Hassan" is in "Leila Hassan": said more fully
+    if not all(any(set(a.key.split()) <= k for k in new_keys) for a in old.anchors) \
+            or not set(old.words) <= set(new.words):
         return False
     if {stem(w) for w in new.relatives | old.relatives} - set(old.words):
         return False  # "X works at Y" -> "X's husband works at Y": about someone else

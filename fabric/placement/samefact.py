@@ -33,6 +33,8 @@ from .facts import number_key, value_key
 # correction a word of change too, so the frame need only be the same kind of statement.
 DUPLICATE_FRAME = 0.72
 CHANGED_FRAME = 0.65
+# A correction no word of change says: the frames must be near alike and both of one single-valued attribute.
+QUIET_FRAME = 0.75
 # A phone number or an e-mail address tells the attribute by its sort: the frame need only be near.
 TELLING_FRAME = 0.45
 
@@ -146,20 +148,34 @@ def compare(old_text: str, new_text: str) -> Same | None:
     old_value, new_value = _spelled(old_text, a), _spelled(new_text, b)
     old_frame, new_frame = _masked(old, old_subject, a), _masked(new, new_subject, b)
     same = same_value(old_value, new_value) or a.key == b.key
-    if not same and (not _comparable(a, b) or not _says_change(old_text, new_text)
-                     or _order(old_frame) != _order(new_frame)):
+    said = same or _says_change(old_text, new_text)
+    if not same and (not _comparable(a, b) or _order(old_frame) != _order(new_frame)):
         return None  # (the cheap tests first: the frames' embeddings cost a model call each when new)
     similarity = _frame_similarity(_unchanged(old_frame), _unchanged(new_frame))
     subject = next(x for x in new.anchors if x.key in new_subject)
     why = f"one subject, one value, frames alike (masked similarity {similarity:.2f})"
-    least = TELLING_FRAME if _telling(old_value) and _telling(new_value) else DUPLICATE_FRAME if same else CHANGED_FRAME
+    least = TELLING_FRAME if _telling(old_value) and _telling(new_value) else DUPLICATE_FRAME if same \
+        else CHANGED_FRAME if said else QUIET_FRAME
     if similarity < least:
         return None
     if same:
         return Same("duplicate", _spelled(new_text, subject), "", old_value, new_value, why)
     if _two_attributes(old_frame, new_frame, a.kind):
         return None
+    if not said:  # no word of change: only where one value at a time is all the attribute holds
+        attribute = _one_attribute(old_frame, new_frame, a.kind)
+        if attribute is None:
+            return None
+        return Same("contradiction_fork", _spelled(new_text, subject), "", old_value, new_value,
+                    f"{why}, both {attribute} (one value at a time)")
     return Same("contradiction_fork", _spelled(new_text, subject), "", old_value, new_value, why + ", a change said")
+
+
+def _one_attribute(old_frame: str, new_frame: str, kind: str) -> str | None:
+    """The attribute the classifier, sure of both frames, reads in both, when it holds one value at a time (a
+    home city, a CFO, a birthday; not languages, offices, employees: "Y works at X" reads as X's employees)."""
+    was, now = classify_frame(old_frame, kind).attribute, classify_frame(new_frame, kind).attribute
+    return was.name if was is not None and was is now and not was.multi else None
 
 
 _NOW = re.compile(r"\b(?:now|these days|nowadays|anymore|any more|currently|since)\b")
@@ -183,7 +199,14 @@ def _scoped_apart(old: Reading, new: Reading, a: Anchor, b: Anchor) -> bool:
     when_new = {x.key for x in new.anchors if x.kind == "date" and x is not b}
     if when_old != when_new or _periods(old) != _periods(new):
         return True
+    years_old, years_new = _years(old, a), _years(new, b)
+    if years_old and years_new and years_old != years_new:
+        return True  # "2024 revenue" / "2025 revenue": two years, two facts
     return (_LINE_WORDS & set(old.words)) != (_LINE_WORDS & set(new.words))
+
+
+def _years(r: Reading, value: Anchor) -> set[str]:
+    return {x.key for x in r.anchors if x is not value and re.fullmatch(r"(?:19|20)\d\d", x.key)}
 
 
 def _two_attributes(old_frame: str, new_frame: str, kind: str) -> bool:

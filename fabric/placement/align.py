@@ -78,6 +78,10 @@ def _spell_numbers(text: str) -> str:
     return _NUMBER_PHRASE.sub(sub, text)
 
 
+# "the third floor" = "the 3rd floor", "week 1" = "the first week": an ordinal before a noun, after "the" / "each"
+_ORDINALS = {w: f"{i}{'st' if i == 1 else 'nd' if i == 2 else 'rd' if i == 3 else 'th'}" for i, w in enumerate(
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split(), 1)}
+_ORDINAL = re.compile(rf"\b((?i:the|each|every))\s+((?i:{'|'.join(_ORDINALS)}))\b(?=[\s-]+[a-z]+)")
 _PHONE = re.compile(r"(?<![\w.])\+?\d{2,4}(?:[ .-]\d{2,6}){1,4}(?!\w|[.:]\d)")
 _CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d\d))?\s*(?:(a\.m\.|p\.m\.|am|pm)(?!\w)|o'clock\b"
                     r"|(?=\s+in the (morning|afternoon|evening)\b)|(?=\s+at night\b))", re.IGNORECASE)
@@ -334,6 +338,7 @@ def canonical(text: str) -> str:
     t = re.sub(r"\b(open(?:s|ed)?) (?:its|their|the) doors\b", r"\1", t)  # "opens its doors at 9": opens at 9
     t = re.sub(r"\b([Yy])early\b", lambda m: "Annual" if m.group(1) == "Y" else "annual", t)  # one word per period
     t = _spell_numbers(t)
+    t = _ORDINAL.sub(lambda m: f"{m.group(1)} {_ORDINALS[m.group(2).lower()]}", t)
     # "$6M a year" = "$6M annual revenue", "$15 a month" = "a monthly price of $15": one word per period
     # (after an amount only: "postponed by a week" is no period)
     t = re.sub(r"\bper annum\b|\bannually\b", "annual", t)

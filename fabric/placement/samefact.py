@@ -156,7 +156,12 @@ def compare(old_text: str, new_text: str) -> Same | None:
     why = f"one subject, one value, frames alike (masked similarity {similarity:.2f})"
     least = TELLING_FRAME if _telling(old_value) and _telling(new_value) else DUPLICATE_FRAME if same \
         else CHANGED_FRAME if said else QUIET_FRAME
-    if similarity < least:
+    if same and similarity < least:  # the same value in frames put otherwise: one attribute read in both will do
+        attribute = _one_attribute(old_frame, new_frame, a.kind)
+        if attribute is None:
+            return None
+        why = f"one subject, one value, both {attribute} (masked similarity {similarity:.2f})"
+    elif similarity < least:
         return None
     if same:
         return Same("duplicate", _spelled(new_text, subject), "", old_value, new_value, why)
@@ -195,14 +200,19 @@ def _order(frame: str) -> int:
 def _scoped_apart(old: Reading, new: Reading, a: Anchor, b: Anchor) -> bool:
     """Values that hold at other times or on other lines are both true: "on weekdays" / "on Sundays", a date said
     on one side only or another date, "office line" / "phone number"."""
-    when_old = {x.key for x in old.anchors if x.kind == "date" and x is not a}
-    when_new = {x.key for x in new.anchors if x.kind == "date" and x is not b}
+    when_old = {_day(x.key) for x in old.anchors if x.kind == "date" and x is not a}
+    when_new = {_day(x.key) for x in new.anchors if x.kind == "date" and x is not b}
     if when_old != when_new or _periods(old) != _periods(new):
         return True
     years_old, years_new = _years(old, a), _years(new, b)
     if years_old and years_new and years_old != years_new:
         return True  # "2024 revenue" / "2025 revenue": two years, two facts
     return (_LINE_WORDS & set(old.words)) != (_LINE_WORDS & set(new.words))
+
+
+def _day(key: str) -> str:
+    """"saturdays" and "saturday" say one day ("trains on Saturdays" / "Saturday sessions")."""
+    return key[:-1] if key.endswith("days") else key
 
 
 def _years(r: Reading, value: Anchor) -> set[str]:

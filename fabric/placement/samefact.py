@@ -79,7 +79,7 @@ def phone_digits(text: str) -> str | None:
 
 def same_value(old: str, new: str) -> bool:
     """Do two values say the same, written either way (phone digits, units, number words, case)?"""
-    if value_key(old) == value_key(new):
+    if value_key(old) == value_key(new) or _day(value_key(old).casefold()) == _day(value_key(new).casefold()):
         return True
     a, b = phone_digits(old), phone_digits(new)
     if a is not None and b is not None:

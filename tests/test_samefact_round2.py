@@ -56,7 +56,8 @@ def test_a_value_said_more_fully_is_a_refinement(rules, embedder, old, new):
 
 def test_a_correction_without_a_change_word_when_one_value_at_a_time():
     """Both frames read as one single-valued attribute (a favourite book, a birthday): the new value replaces."""
-    found = samefact.compare("Oskar Vint's favourite book is Middlemarch.", "Oskar Vint's favourite book is Persuasion.")
+    found = samefact.compare("Oskar Vint's favourite book is Middlemarch.",
+                             "Oskar Vint's favourite book is Persuasion.")
     assert found is not None and found.verdict == "contradiction_fork"
     assert "one value at a time" in found.why
 

@@ -139,10 +139,10 @@ _THERE = re.compile(r"\b((?:at|in)\s+(?:[A-Z][\w&'.-]*)(?:\s+[A-Z][\w&'.-]*)*)\s
 # "we" and "our team" name another, the user's team, written "Team" ("our" alone is left: in "our main
 # database" the database is the holder). A first-person verb is put in the third person ("I drive" ->
 # "User drives"), as the lexicon reads a named subject's. "I" after a lower-case word or at a clause's
-# start only ("btw I live"), not "World War I ended"; in chat also "i" ("i'm O-neg").
+# start only ("btw I live"), not "World War I ended"; in chat also "i" ("i've got").
 _VERB = (r"((?:(?:now|still|also|currently|just|actually|really|only|mostly|usually|no longer|recently)\s+)?)"
          r"([a-z]+)\b(?!['’])")
-_I = "(?:^|(?<=[.!?,;:]\\s)|" + "|".join(rf"(?<=\b[a-z]{{{n}}}\s)" for n in range(1, 13)) + ")[Ii]"  # chat writes "i'm", "i've got"
+_I = "(?:^|(?<=[.!?,;:]\\s)|" + "|".join(rf"(?<=\b[a-z]{{{n}}}\s)" for n in range(1, 13)) + ")[Ii]"
 # "we" as a clause's subject only: "on Fridays we hold the retro" tells of an event, no team's attribute
 _WE = "(?:^|" + "|".join(rf"(?<=\b{w}\s)" for w in ("so", "and", "but", "btw", "fyi", "also", "now")) \
     + r"|(?<=[.!?,;:]\s))[Ww]e"

@@ -5,7 +5,8 @@ relations they were written or trained for. This path reads none: it asks only w
 say something of the same kind about the same subject, and leaves the relation unnamed.
 
 1. Subject: the names both sentences share (the user for "I" / "my"; a second shared name is the
-   subject's setting: "X's GP", "X's choir"), also when one sentence splits one in two ("Kittiwake cut the X5 drone's price" beside "the Kittiwake X5 drone").
+   subject's setting: "X's GP", "X's choir"), also when one sentence splits one in two ("Kittiwake cut
+   the X5 drone's price" beside "the Kittiwake X5 drone").
 2. Value: the one other name or figure each sentence holds (a date or year beside another value says
    when, not what).
 3. Frame: the sentences with the subject masked as X and the value as Y must be close in meaning by

@@ -107,3 +107,12 @@ def test_a_job_title_is_no_employer(rules, embedder, old, new):
 ])
 def test_a_day_and_its_plural_are_one_value(a, b, same):
     assert samefact.same_value(a, b) is same
+
+
+@pytest.mark.parametrize(("old", "new", "kind"), [
+    ("I have a bike.", "My bike is a 2018 Brompton with a green frame, bought second hand in Leeds.", "child_update"),
+    ("I have a bike.", "My sister's bike is a red Brompton.", "new_branch"),  # someone else's
+])
+def test_a_refinement_far_in_embedding_space_passes_the_pregate(rules, embedder, old, new, kind):
+    d, _ = decide(rules, embedder, old, new, pregated=True)
+    assert d.kind == kind, d.reason

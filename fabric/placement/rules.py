@@ -417,8 +417,8 @@ def adds_detail(old_text: str, new_text: str) -> bool:
     if old is not None and new is not None and len(new.detail - old.detail) >= 2:
         return True
     ro, rn = read(old_text, new_text), read(new_text, old_text)
-    if {a.key for a in rn.anchors} - {a.key for a in ro.anchors}:
-        return True
+    if {samefact.day(a.key) for a in rn.anchors} - {samefact.day(a.key) for a in ro.anchors}:
+        return True  # (a name or number the old text lacks; "Saturday" is in "on Saturdays")
     added = set(rn.words) - set(ro.words)
     if (old is None or new is None) and len(added) >= 2 and len(rn.words) >= len(ro.words) + 2:
         return True  # the lexicon does not read them: more words, and two of them new

@@ -80,7 +80,7 @@ def phone_digits(text: str) -> str | None:
 
 def same_value(old: str, new: str) -> bool:
     """Do two values say the same, written either way (phone digits, units, number words, case)?"""
-    if value_key(old) == value_key(new) or _day(value_key(old).casefold()) == _day(value_key(new).casefold()):
+    if value_key(old) == value_key(new) or day(value_key(old).casefold()) == day(value_key(new).casefold()):
         return True
     a, b = phone_digits(old), phone_digits(new)
     if a is not None and b is not None:
@@ -201,8 +201,8 @@ def _order(frame: str) -> int:
 def _scoped_apart(old: Reading, new: Reading, a: Anchor, b: Anchor) -> bool:
     """Values that hold at other times or on other lines are both true: "on weekdays" / "on Sundays", a date said
     on one side only or another date, "office line" / "phone number"."""
-    when_old = {_day(x.key) for x in old.anchors if x.kind == "date" and x is not a}
-    when_new = {_day(x.key) for x in new.anchors if x.kind == "date" and x is not b}
+    when_old = {day(x.key) for x in old.anchors if x.kind == "date" and x is not a}
+    when_new = {day(x.key) for x in new.anchors if x.kind == "date" and x is not b}
     if when_old != when_new or _periods(old) != _periods(new):
         return True
     years_old, years_new = _years(old, a), _years(new, b)
@@ -211,7 +211,7 @@ def _scoped_apart(old: Reading, new: Reading, a: Anchor, b: Anchor) -> bool:
     return (_LINE_WORDS & set(old.words)) != (_LINE_WORDS & set(new.words))
 
 
-def _day(key: str) -> str:
+def day(key: str) -> str:
     """"saturdays" and "saturday" say one day ("trains on Saturdays" / "Saturday sessions")."""
     return key[:-1] if key.endswith("days") else key
 

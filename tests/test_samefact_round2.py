@@ -116,3 +116,19 @@ def test_a_day_and_its_plural_are_one_value(a, b, same):
 def test_a_refinement_far_in_embedding_space_passes_the_pregate(rules, embedder, old, new, kind):
     d, _ = decide(rules, embedder, old, new, pregated=True)
     assert d.kind == kind, d.reason
+
+
+@pytest.mark.parametrize(("old", "new", "verdict"), [
+    # every name in both, one of them the value: the same fact, and the relative is the relation itself
+    ("Bram Ode's son is called Felix.", "Bram Ode has a son named Felix.", "duplicate"),
+    # a role swap: the same names in another order
+    ("Mira Tal manages Oren Fisk.", "Oren Fisk manages Mira Tal.", None),
+    ("Jae Park reports to Dana Holt.", "Dana Holt reports to Jae Park.", None),
+    # the same relative with another name may be a second child
+    ("Bram Ode's son is called Felix.", "Bram Ode's son is called Arlo now.", None),
+    # a relative on one side only is someone else
+    ("Bram Ode lives in Hull.", "Bram Ode's son lives in Hull.", None),
+])
+def test_every_name_shared(old, new, verdict):
+    found = samefact.compare(old, new)
+    assert (found.verdict if found else None) == verdict, found

@@ -26,6 +26,8 @@ the past, a hypothetical). Deterministic: the model is, and frames are embedded 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+
 from .align import _GONE_AFTER, _LINE_WORDS, Anchor, Reading, _periods, _phrase_vectors, canonical, read, stem
 from .attributes import _HYPOTHETICAL, _INVERSE, Same, _dated, _guarded, classify_frame
 from .facts import number_key, value_key
@@ -135,20 +137,27 @@ def compare(old_text: str, new_text: str) -> Same | None:
     """The same subject and one value a side in frames alike: a duplicate (the same value) or a correction (another
     value, with a change said), or a replacement said outright; else None."""
     old, new = _dated(read(old_text, new_text)), _dated(read(new_text, old_text))
+    kin = _one_relative(old, new)
+    if kin:
+        old, new = replace(old, relatives=frozenset()), replace(new, relatives=frozenset())
     if _guarded(old, new, (old_text, new_text)):
         return None
-    replaced = _replacement(old, new, old_text, new_text)
+    replaced = None if kin else _replacement(old, new, old_text, new_text)
     found = _subject(old, new)
     if replaced is not None or found is None or old.event or new.event:
         return replaced
     old_subject, new_subject = found
     was, now = _values(old, old_subject), _values(new, new_subject)
+    if not was and not now and old_subject == new_subject and len(old_subject) > 1:
+        return _all_shared(old, new, old_subject, old_text, new_text)
     if len(was) != 1 or len(now) != 1 or _scoped_apart(old, new, was[0], now[0]):
         return None
     a, b = was[0], now[0]
     old_value, new_value = _spelled(old_text, a), _spelled(new_text, b)
     old_frame, new_frame = _masked(old, old_subject, a), _masked(new, new_subject, b)
     same = same_value(old_value, new_value) or a.key == b.key
+    if kin and not same:
+        return None  # another name for the same relative may be a second one (a second daughter)
     said = same or _says_change(old_text, new_text)
     if not same and (not _comparable(a, b) or _order(old_frame) != _order(new_frame)):
         return None  # (the cheap tests first: the frames' embeddings cost a model call each when new)
@@ -185,6 +194,34 @@ def _one_attribute(old_frame: str, new_frame: str, kind: str) -> str | None:
 
 
 _NOW = re.compile(r"\b(?:now|these days|nowadays|anymore|any more|currently|since)\b")
+
+
+def _all_shared(old: Reading, new: Reading, shared: set[str], old_text: str, new_text: str) -> Same | None:
+    """Every name of one sentence is in the other ("X's daughter is called Y" / "X has a daughter named Y"): a
+    duplicate when, with some one of them as the value, the frames are alike."""
+    best: tuple[float, Anchor, Anchor] | None = None
+    for a in old.anchors:
+        b = next(x for x in new.anchors if x.key == a.key)
+        rest = shared - {a.key}
+        old_frame, new_frame = _masked(old, rest, a), _masked(new, rest, b)
+        if _scoped_apart(old, new, a, b) or _order(old_frame) != _order(new_frame):
+            continue  # (in another order the two names may have swapped roles: "A reports to B" / "B ... to A")
+        similarity = _frame_similarity(_unchanged(old_frame), _unchanged(new_frame))
+        if best is None or similarity > best[0]:
+            best = similarity, a, b
+    if best is None or best[0] < DUPLICATE_FRAME:
+        return None
+    similarity, a, b = best
+    subject = next(x for x in new.anchors if x.key != b.key)
+    return Same("duplicate", _spelled(new_text, subject), "", _spelled(old_text, a), _spelled(new_text, b),
+                f"the same names, one as the value, frames alike (masked similarity {similarity:.2f})")
+
+
+def _one_relative(old: Reading, new: Reading) -> bool:
+    """Do both sentences name the same relatives ("X's daughter is called Y" / "X has a daughter named Y")? Then the
+    relative is the relation, not someone else who holds the fact."""
+    relatives = {stem(w) for w in old.relatives | new.relatives}
+    return bool(relatives) and relatives <= set(old.words) & set(new.words)
 
 
 def _unchanged(frame: str) -> str:

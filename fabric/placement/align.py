@@ -139,10 +139,12 @@ _THERE = re.compile(r"\b((?:at|in)\s+(?:[A-Z][\w&'.-]*)(?:\s+[A-Z][\w&'.-]*)*)\s
 # "we" and "our team" name another, the user's team, written "Team" ("our" alone is left: in "our main
 # database" the database is the holder). A first-person verb is put in the third person ("I drive" ->
 # "User drives"), as the lexicon reads a named subject's. "I" after a lower-case word or at a clause's
-# start only ("btw I live"), not "World War I ended"; in chat also "i" ("i've got").
+# start only ("btw I live"), not "World War I ended"; in chat also "i'm", "i've".
 _VERB = (r"((?:(?:now|still|also|currently|just|actually|really|only|mostly|usually|no longer|recently)\s+)?)"
          r"([a-z]+)\b(?!['’])")
-_I = "(?:^|(?<=[.!?,;:]\\s)|" + "|".join(rf"(?<=\b[a-z]{{{n}}}\s)" for n in range(1, 13)) + ")[Ii]"
+_AFTER = "(?:^|(?<=[.!?,;:]\\s)|" + "|".join(rf"(?<=\b[a-z]{{{n}}}\s)" for n in range(1, 13)) + ")"
+_I = _AFTER + "I"
+_I_CHAT = _AFTER + "[Ii]"  # "i'm", "i've": a contraction says the pronoun ("i moved to sales": unread)
 # "we" as a clause's subject only: "on Fridays we hold the retro" tells of an event, no team's attribute
 _WE = "(?:^|" + "|".join(rf"(?<=\b{w}\s)" for w in ("so", "and", "but", "btw", "fyi", "also", "now")) \
     + r"|(?<=[.!?,;:]\s))[Ww]e"
@@ -154,8 +156,8 @@ _NO_SUBJECT = re.compile(r"(?:^|(?<=[.!?]\s))(?:((?i:just|recently|finally|now))
                          r"|(?i:started|starting)(?=\s+(?:a\s+new\s+job|a\s+new\s+role|work|at)\s+(?:at\s+|with\s+)?[A-Z]))")
 _USER = ((_NO_SUBJECT, lambda m: " ".join(["User", *(g.lower() for g in m.groups() if g)])),
          (re.compile(r"\b(?:the\s+)?user(?=\b(?!-))", re.IGNORECASE), "User"),
-         (re.compile(r"\b[Mm]y\b"), "User's"), (re.compile(_I + r"['’]m\b"), "User is"),
-         (re.compile(_I + r"['’]ve\b"), "User has"), (re.compile(_I + r"['’]d\b"), "User would"),
+         (re.compile(r"\b[Mm]y\b"), "User's"), (re.compile(_I_CHAT + r"['’]m\b"), "User is"),
+         (re.compile(_I_CHAT + r"['’]ve\b"), "User has"), (re.compile(_I_CHAT + r"['’]d\b"), "User would"),
          (re.compile(_I + r" " + _VERB), lambda m: _agree("User", m)),
          (re.compile(r"\b(?:[Oo]ur|[Mm]y) (?:team|company|org|organi[sz]ation|startup|group)\b(?!['’])"), "Team"),
          (re.compile(r"\b[Oo]ur (?=(?:HQ|hq|headquarters|head office|main office|budget|headcount)\b)"), "Team's "),

@@ -248,10 +248,11 @@ class RuleValidator:
 
     def _compare(self, c: Candidate, write: IncomingWrite) -> tuple[str, Statement | None]:
         """`_read`, with a value said more fully kept as a refinement: "drives a Skoda" -> "drives a grey 2019
-        Skoda Octavia" is the same car, in more words, not another one."""
+        Skoda Octavia" is the same car, in more words, not another one (a title so lengthened is a promotion:
+        "Product Manager" -> "Group Product Manager")."""
         verdict, stated = self._read(c, write)
         if verdict == "contradiction_fork" and stated is not None and not stated.negated \
-                and fuller_value(stated.old_value, stated.new_value):
+                and stated.relation != "job_title" and fuller_value(stated.old_value, stated.new_value):
             return "child_update", replace(stated, how=f"{stated.how}; the old value said more fully")
         return verdict, stated
 

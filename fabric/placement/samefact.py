@@ -37,7 +37,7 @@ from .facts import number_key, value_key
 DUPLICATE_FRAME = 0.72
 CHANGED_FRAME = 0.65
 # A correction no word of change says: the frames must be near alike and both of one single-valued attribute.
-QUIET_FRAME = 0.75
+QUIET_FRAME = 0.9
 # A phone number or an e-mail address tells the attribute by its sort: the frame need only be near.
 TELLING_FRAME = 0.45
 
@@ -179,8 +179,8 @@ def compare(old_text: str, new_text: str) -> Same | None:
         return None
     if not said:  # no word of change: only where one value at a time is all the attribute holds
         attribute = _one_attribute(old_frame, new_frame, a.kind)
-        if attribute is None:
-            return None
+        if attribute is None or len(old_subject) > 1 or set(a.key.split()) & set(b.key.split()):
+            return None  # (a setting may scope the value: "a fan of Arsenal in London"; "Halcyon Labs": a sister)
         return Same("contradiction_fork", _spelled(new_text, subject), "", old_value, new_value,
                     f"{why}, both {attribute} (one value at a time)")
     return Same("contradiction_fork", _spelled(new_text, subject), "", old_value, new_value, why + ", a change said")

@@ -122,6 +122,9 @@ def test_named_words():
     assert named_words("Where does Ada live? Ask Bob.") == "Ada Bob"
     assert named_words("Ada lives where?") == ""          # a lone sentence-initial word is not taken for a name
     assert named_words("what does corin lindqvist like?") == ""
+    # a generic head is no part of the name: a memory saying "Lanternfish" names it all
+    assert named_words("Who leads Project Lanternfish now?") == "Lanternfish"
+    assert named_words("Is Team Kestrel on call? Ask the Project.") == "Kestrel Project"
 
 
 # ------------------------------------------------------------------------------------------- time and tenant

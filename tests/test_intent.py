@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 
 import pytest
 
+from fabric.types import utcnow
 from fabric.read.intent import read_question
 
 
@@ -88,6 +89,13 @@ def test_the_words_left_for_relation_names_leave_out_the_names():
     q = read_question("What is Ines Okafor's favourite restaurant in Porto?")
     assert "restaurant" in q.words.split() and "favourite" in q.words.split()
     assert "ines" not in q.words and "porto" not in q.words
+
+
+def test_a_question_in_the_first_person_names_the_user():
+    assert "user" in read_question("Where do I work these days?").all_words
+    assert "user" in read_question("what's my phone number").all_words
+    assert "user" not in read_question("Where does Ines Okafor work?").all_words
+    assert "user" not in read_question("Is Ines in the IT team?").all_words   # "IT", "Ines": no first person
 
 
 # ------------------------------------------------------------------------------- ranking, end to end
@@ -246,6 +254,42 @@ def test_a_name_twin_s_fact_gets_no_attribute_rank(fab, org):
         hits = _top(fab, org, question)
         assert hits[0].content == "Hooli pays Corin Lindqvist's salary.", [(h.content, h.ranks) for h in hits]
         assert [h.ranks["attribute"] for h in hits if "Lindquist" in h.content] == [0]
+
+
+def test_a_sister_company_ranks_after_the_company_the_question_names(fab, org):
+    """Both names hold every word the question names; the one with another word beside them ("Fisk") is a
+    sister company: no attribute rank, and after every fact of the company named (keys as callers set them)."""
+    for content, key in [
+        ("Halvard Fisk AS keeps its head office in Bodø.", ("Halvard Fisk AS", "headquarters", "Bodø")),
+        ("Halvard AS has its head office in Bergen.", ("Halvard AS", "headquarters", "Bergen")),
+        ("Halvard AS employs 85 people.", ("Halvard AS", "headcount", "85")),
+    ]:
+        s, r, v = key
+        fab.wait(fab.write(content, org=org, subject=s, relation=r, value=v), 60)
+    for question in ["Where is Halvard AS headquartered?", "where is halvard as headquartered"]:
+        hits = _top(fab, org, question)
+        assert [h.subject for h in hits] == ["Halvard AS", "Halvard AS", "Halvard Fisk AS"], \
+            [(h.content, h.score, h.ranks) for h in hits]
+        assert [h.ranks["attribute"] for h in hits] == [1, 0, 0]
+    # The same at a time in the past of the store (a time-travel read: another statement, one fusion)
+    then = _top(fab, org, "Where is Halvard AS headquartered?", known_at=utcnow())
+    assert [h.subject for h in then] == ["Halvard AS", "Halvard AS", "Halvard Fisk AS"]
+    # Asked about the sister company by its full name, it is the one named best.
+    hits = _top(fab, org, "Where is Halvard Fisk AS headquartered?")
+    assert hits[0].subject == "Halvard Fisk AS" and hits[0].ranks["attribute"] == 1
+
+
+def test_the_user_s_fact_ranks_before_a_relative_s_when_asked_in_the_first_person(fab, org):
+    """"User's brother" holds no word of "Where do I work?"; "User" is the subject the question names."""
+    for content, key in [
+        ("My brother is a welder at Quillon Works.", ("User's brother", "employer", "Quillon Works")),
+        ("I joined Marlpit Dental as a receptionist.", ("User", "employer", "Marlpit Dental")),
+    ]:
+        s, r, v = key
+        fab.wait(fab.write(content, org=org, subject=s, relation=r, value=v), 60)
+    hits = _top(fab, org, "Where do I work?")
+    assert [(h.subject, h.ranks["attribute"]) for h in hits] == [("User", 1), ("User's brother", 0)], \
+        [(h.content, h.score, h.ranks) for h in hits]
 
 
 def test_two_names_for_the_attribute_asked_are_one_fact_at_read_time(fab, org):

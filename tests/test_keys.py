@@ -206,3 +206,32 @@ def test_two_titles_of_one_person_are_one_fact_for_the_net():
     old, new = sentence_key("Wren Halloway is a junior analyst."), sentence_key("Wren Halloway got promoted to "
                                                                                 "senior analyst.")
     assert old is not None and new is not None and old[:2] == new[:2] == ("Wren Halloway", "job_title")
+
+
+@pytest.mark.parametrize("text, subject", [
+    ("Moved my current account to Brackwater Bank last week.", "User"),   # a capitalised first word is no name
+    ("Sold my bike to Ilse Varga.", "User"),
+    ("Booked my flights with Corvid Air.", "User"),
+])
+def test_the_user_is_a_name_alone(text, subject):
+    from fabric.placement.rules import written_key
+
+    key = written_key(text)
+    assert key is not None and key[0] == subject, key
+
+
+@pytest.mark.parametrize("text, key", [
+    ("Ilsa Brandvold got promoted to senior analyst.", ("Ilsa Brandvold", "job_title")),   # a title in words
+    ("Bramwell Clinic is up to 140 beds now.", ("Bramwell Clinic", "beds")),               # a count
+    ("Mayor of Tollcross: Esmé Varga", ("Tollcross", "mayor")),                            # a labelled note
+    ("Odile Marchetti went fully vegetarian.", ("Odile Marchetti", "diet")),               # a state
+    ("Odile Marchetti said she might go vegetarian.", (None, None)),                       # a maybe: no fact
+    ("Odile Marchetti is thinking about going vegan.", (None, None)),
+])
+def test_placement_gathers_under_the_key_a_write_would_be_stored_under(text, key):
+    """The lexicon reads none of these; the key the write would be stored under is the one its old
+    versions carry, so placement looks them up whatever their similarity (apply.write_key)."""
+    from fabric.write.apply import write_key
+
+    write = IncomingWrite(id=uuid.uuid4(), org="o", content=text, valid_from=datetime(2024, 1, 1, tzinfo=timezone.utc))
+    assert write_key(write) == key

@@ -142,6 +142,24 @@ def test_search_ranks_the_later_of_two_live_values_first_and_flags_the_other(dat
         fab.close()
 
 
+def test_stats_counts_conflicts_as_the_safety_net_sees_subjects_and_values(database_url, redis_url, org):
+    """Placed blind, every pair below stays live. A subject in other case or in the first person is one
+    subject, a number in other spacing one value; a name twin is another subject."""
+    fab = Fabric.connect(database_url, redis_url, run_worker=False, auto_migrate=False,
+                         queue_name=f"fabric-t-{uuid.uuid4().hex[:8]}")
+    pairs = [(("Vellum Cartography", "ceo", "Ilse Marr"), ("VELLUM CARTOGRAPHY", "ceo", "Odo Brandt")),   # 1
+             (("I", "home city", "Cork"), ("User", "home_city", "Galway")),                               # 1
+             (("Tamsin Ure", "phone", "+44 7700 900 123"), ("Tamsin Ure", "phone", "+44 7700 900123")),   # 0
+             (("Corin Lindqvist", "employer", "Globex"), ("Corin Lindquist", "employer", "Hooli"))]       # 0
+    try:
+        ids = [fab.write(f"{s} {r}: {v}", org=org, subject=s, relation=r, value=v, valid_from=T(2020 + n))
+               .id for pair in pairs for n, (s, r, v) in enumerate(pair)]
+        Placer(fab.settings, fab.pool, validator=EveryWriteANewBranch()).place(org, ids)
+        assert fab.stats(org)[org]["conflicts"] == 2
+    finally:
+        fab.close()
+
+
 def row(value, year, *, subject="Ada", relation="city", state="live"):
     return {"id": uuid.uuid4(), "subject": subject, "relation": relation, "value": value, "state": state,
             "valid_from": T(year), "recorded_at": T(year)}

@@ -40,7 +40,7 @@ import psycopg
 
 from ..config import Settings
 from ..errors import ConfigurationError, NotFound, ValidationError
-from ..placement.facts import text_key
+from ..placement.rules import text_key
 from ..placement.validator import Candidate, Decision, IncomingWrite, Validator
 from ..sql import q
 from ..types import as_uuid, check_org

@@ -18,7 +18,8 @@ log = logging.getLogger(__name__)
 
 def stats(conn: Conn, client: redis.Redis | None, org: str | None = None) -> dict[str, Any]:
     """Per org: memories by current belief, writes by status, decisions by action/kind, refusals by kind,
-    and conflicts: facts holding two or more live values now (see read.search.flag_conflicts)."""
+    and conflicts: facts holding two or more live values now (sql/admin.sql stats_conflicts: subjects and
+    values compared as read.search.flag_conflicts does, relation names by name only)."""
     params = {"org": org}
     out: dict[str, dict[str, Any]] = {
         r["org"]: _empty() for r in conn.execute(q("stats_orgs"), params).fetchall()}

@@ -284,7 +284,8 @@ def stats(
     as_json: bool = JsonOpt,
 ) -> None:
     """Per org: memories live / superseded / retracted, writes by status, decisions by action:kind,
-    writes refused by the policy, by kind, and conflicts (facts with two live values now).
+    writes refused by the policy, by kind, and conflicts: facts with two live values now (subjects and values
+    compared as search's safety net does; relation names only by name, see README "Conflicts at read time").
 
     Example: fabric stats --org acme --json
     """

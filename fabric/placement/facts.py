@@ -362,6 +362,9 @@ _DETERMINER_WORDS = frozenset("the a an its his her their our my your this that 
                               "some of".split())
 
 
+_USER_TOKEN = re.compile(r"User(?:['’]s?)?")  # "I", "my", "me" as align.canonical writes them ("Moved my ...")
+
+
 def names(text: str) -> tuple[Span, ...]:
     """The sentence's name and number spans, in order."""
     toks = [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
@@ -387,8 +390,8 @@ def names(text: str) -> tuple[Span, ...]:
             if initial and nxt[:1].islower() and nxt.casefold() in {"for", "of", "to", "in", "at"}:
                 close()  # "Home for Amara ..."
                 continue
-            if run and text[run[-1][1]:s].strip():  # only spaces may join the words of a name
-                close()
+            if run and (text[run[-1][1]:s].strip() or _USER_TOKEN.fullmatch(tok)):
+                close()  # only spaces join the words of a name; the user (align.canonical) is a name alone
             run.append((s, e, tok))
             if tok.endswith(("'s", "’s", "'", "’")):
                 close()  # a possessive ends the name
@@ -818,12 +821,6 @@ def keyable(fact: Fact | None) -> TypeGuard[Fact]:
     """May this fact key a memory (so current_value returns it)? Not when it is negated, told as past,
     read loosely, or one of several values a subject holds at once."""
     return fact is not None and not (fact.negated or fact.past or fact.loose or fact.relation in _MULTI)
-
-
-def text_key(text: str) -> tuple[str | None, str | None]:
-    """The (subject, relation) a sentence keys, or (None, None)."""
-    fact = extract(text)
-    return (fact.subject, fact.relation) if keyable(fact) else (None, None)
 
 
 def _name(rels: list[Relation], subject_key: str) -> str:

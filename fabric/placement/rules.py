@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from difflib import SequenceMatcher
 from typing import Any, Sequence
 
@@ -462,7 +463,9 @@ def state_key(text: str) -> tuple[str, str, str] | None:
     """The key a sentence's state or job title gives (subject, attribute, value), when it tells one of its
     subject alone, now ("Nikhil Rao went fully vegan" -> (Nikhil Rao, diet, vegan))."""
     now = state(text)
-    if now is not None and now.read and now.lower_case and (now.chosen or not negates(text)):
+    # (the words before the state are its subject: a modal there makes it a maybe, "X said she might go vegan")
+    if now is not None and now.read and now.lower_case and (now.chosen or not negates(text)) \
+            and not attributes._HYPOTHETICAL.search(now.subject):
         return spelled(text, now.subject), now.attribute, now.value
     held = title(canonical(text))
     return (held.written, "job_title", held.title) if held else None
@@ -477,13 +480,20 @@ def with_text_keys(write: IncomingWrite, decision: Decision, candidates: Sequenc
     if decision.subject is not None:
         return _borrowed(decision, decision.subject, decision.relation, decision.value, candidates)
     target = next((c for c in candidates if c.id == decision.target_id), None)
-    read_key = sentence_key(write.content, target.content if target else None)
-    noted = note_key(write.content)  # a labelled note ("Mayor of Marrowby: Yusra Pemberton")
-    # The note's layout says which name is the subject and which the value, where the sentence's grammar
-    # reads the same attribute ("odalys fennimore - employer: Harrowgate Bank (started 4 Nov 2024)").
-    if noted and (read_key is None or same_attribute(noted[1], read_key[1])):
-        read_key = noted
+    read_key = written_key(write.content, target.content if target else None)
     return _borrowed(decision, *read_key, candidates) if read_key else decision
+
+
+def written_key(text: str, other: str | None = None) -> tuple[str, str, str] | None:
+    """The (subject, relation, value) a text-only write is stored under, before its org's spelling: the
+    sentence's (`sentence_key`), or a labelled note's ("Mayor of Marrowby: Yusra Pemberton"), whose layout
+    says which name is the subject and which the value where the grammar reads the same attribute
+    ("odalys fennimore - employer: Harrowgate Bank (started 4 Nov 2024)")."""
+    read_key = sentence_key(text, other)
+    noted = note_key(text)
+    if noted and (read_key is None or same_attribute(noted[1], read_key[1])):
+        return noted
+    return read_key
 
 
 def sentence_key(text: str, other: str | None = None) -> tuple[str, str, str] | None:
@@ -498,6 +508,16 @@ def sentence_key(text: str, other: str | None = None) -> tuple[str, str, str] | 
         return None
     subject, relation = canonical_key(fact, None, fact.relation)
     return subject, relation, fact.value
+
+
+@lru_cache(maxsize=4096)
+def text_key(text: str) -> tuple[str | None, str | None]:
+    """The (subject, relation) a text-only write is about, as `written_key` reads it (the lexicon, then the
+    states, titles, notes and the attribute classifier), or (None, None). Placement gathers every memory
+    believed under it, so an old version worded far from the new one is a candidate whatever its
+    similarity ("Hollis Agyeman is 34" / "Hollis Agyeman turned thirty-five today")."""
+    found = written_key(text)
+    return (found[0], found[1]) if found else (None, None)
 
 
 def _borrowed(decision: Decision, subject: str, relation: str | None, value: str | None,

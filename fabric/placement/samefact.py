@@ -293,10 +293,17 @@ def _comparable(a: Anchor, b: Anchor) -> bool:
     return a.unit is None or b.unit is None or a.unit == b.unit or {a.unit, b.unit} <= _MONEY_UNITS
 
 
-def _says_change(old_text: str, new_text: str) -> bool:
-    """The new sentence says a change in words of change the old one lacks."""
+# Cues that mark the present or a novelty rather than an act of change: "has lived in York since 2019",
+# "my new puppy" can add detail to what was said.
+_ADVERBIAL_CUES = {"now", "these days", "nowadays", "since", "as of", "new", "newly", "from now on"}
+
+
+def _says_change(old_text: str, new_text: str, *, verbs_only: bool = False) -> bool:
+    """The new sentence says a change in words of change the old one lacks (with `verbs_only`, in verbs of
+    change: "moved", "switched", "replaced", not "now" or "since")."""
     said = {m.group().lower() for m in _CHANGE_CUE.finditer(canonical(new_text))}
-    return bool(said - {m.group().lower() for m in _CHANGE_CUE.finditer(canonical(old_text))})
+    said -= {m.group().lower() for m in _CHANGE_CUE.finditer(canonical(old_text))}
+    return bool(said - _ADVERBIAL_CUES if verbs_only else said)
 
 
 # An old value said gone: after "replaced", "divorced", "sold (the)", "took over from" (a title between: "Dr").
@@ -349,6 +356,8 @@ def refines(old_text: str, new_text: str) -> bool:
     if old.negated or new.negated or new.also or not old.anchors or not old.words \
             or _HYPOTHETICAL.search(old_text) or _HYPOTHETICAL.search(new_text):
         return False
+    if _says_change(old_text, new_text, verbs_only=True):
+        return False  # "... at 3pm was moved to 4pm": a change said outright is not more detail
     new_keys = [set(a.key.split()) for a in new.anchors]  # "Hassan" is in "Leila Hassan": said more fully
     if not all(any(set(a.key.split()) <= k for k in new_keys) for a in old.anchors) \
             or not set(old.words) <= set(new.words):

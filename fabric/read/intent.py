@@ -52,11 +52,15 @@ _ASKS_DATE = re.compile(r"\bwhen\b|\bdate\b|\bwhat day\b")
 class Question:
     """relations: attribute names of the lexicon the question asks about (may be empty).
     words: the question's words other than its names, for matching stored relation names.
-    all_words: every word of the question in lower case, for matching stored subjects."""
+    all_words: every word of the question in lower case, for matching stored subjects ("user" when it
+    speaks in the first person)."""
 
     relations: tuple[str, ...]
     words: str
     all_words: tuple[str, ...]   # every word, lower case ("Okafor's" -> "okafor"): a subject it names
+
+
+_FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
 
 
 @lru_cache(maxsize=4096)
@@ -79,6 +83,8 @@ def read_question(text: str) -> Question:
         if pattern.search(masked):
             relations += names
     words = " ".join(w for w in re.findall(r"[a-z][a-z-]+", masked))
-    all_words = tuple(dict.fromkeys(w for w in re.findall(r"[^\W_]+", text.casefold())
-                                    if len(w) > 1 and w not in facts._STOP and w not in _OPENERS))
+    tokens = re.findall(r"[^\W_]+", text.casefold())
+    all_words = tuple(dict.fromkeys(w for w in tokens if len(w) > 1 and w not in facts._STOP and w not in _OPENERS))
+    if _FIRST_PERSON & set(tokens):  # "Where do I work?" names the user: placement keys the first person "User"
+        all_words += ("user",)
     return Question(tuple(dict.fromkeys(relations)), words, all_words)

@@ -38,8 +38,10 @@ order by it first: a fact about the entity the query names is never ranked behin
 fact about another entity with a similar name (a shared first name, a shared sentence template),
 however close the twin's embedding. The hybrid score is `named_matches + attribute_weight x
 attribute + Σ 1 / (rrf_k + rank)` over both legs (reciprocal rank fusion; `attribute`: the memory
-states the attribute the question asks about, fabric/read/intent.py), so its integer part counts
-the named terms matched and the order follows the score. A query in lower case names nothing; fusion alone ranks it."""
+states the attribute the question asks about, fabric/read/intent.py) - other_subject_weight x
+other_subject (a subject named with more words than another result's: a sister company); both weights
+stay below 1, so the named terms matched order first and the order follows the score. A query in lower
+case names nothing; fusion alone ranks it."""
 
 from __future__ import annotations
 
@@ -56,7 +58,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import tuple_row
 
-from ..placement.facts import value_key
+from ..placement.facts import _GENERIC_HEAD, value_key
 from ..placement.keys import same_attribute, subject_key
 from ..sql import q
 from .indexes import MIN_ROWS, org_index_name
@@ -70,6 +72,10 @@ COMMON_DF_FACTOR = 10   # a term in df_cap x this many of the org's memories is 
 # A memory stating the attribute the question asks about ranks after the named terms and before the
 # fused score: both legs' reciprocal ranks sum to at most 2 / (RRF_K + 1) < 0.04 (fabric/read/intent.py).
 ATTRIBUTE_WEIGHT = 0.5
+# A memory of a subject the question names with other words beside it (a sister company "Nordlys Fisk AS"
+# when another result is of "Nordlys AS", named exactly) ranks after the rows of its named-terms tier:
+# this much below them, a fraction of the attribute's weight (and none when that is 0).
+OTHER_SUBJECT_SHARE = 0.5
 CONTEXT_SLACK = 8   # superseded nodes a context walk may pass through beyond n hops
 CURRENT_OVERFETCH = 2   # current-state scans take this many candidates per row asked, then filter by time
 ITERATIVE_SCAN_SINCE = (0, 8)   # the pgvector release that added hnsw.iterative_scan
@@ -102,7 +108,9 @@ def named_words(text: str) -> str:
     """The words of `text` that name something: capitalised words. A sentence's first word counts only
     when the next word is capitalised too and it is not a request opener ("Where does Ada live?" and
     "Ask Ada." name Ada; "Ada Lovelace wrote what?" names Ada Lovelace; "Ada lives where?" names
-    nobody). Returned as one string, for to_tsvector."""
+    nobody). A generic head before a name is not one: "Project Lanternfish" is called "Lanternfish" as
+    often (facts._GENERIC_HEAD), so a memory that says only "Lanternfish" matches all the name.
+    Returned as one string, for to_tsvector."""
     out: list[str] = []
     for sentence in _SENTENCE_END.split(text):
         toks = _WORD.findall(sentence)
@@ -110,6 +118,8 @@ def named_words(text: str) -> str:
             if not tok[0].isupper():
                 continue
             if i == 0 and (len(toks) < 2 or not toks[1][0].isupper() or tok.casefold() in _OPENERS):
+                continue
+            if tok.casefold() in _GENERIC_HEAD and i + 1 < len(toks) and toks[i + 1][0].isupper():
                 continue
             out.append(tok)
     return " ".join(out)
@@ -139,7 +149,8 @@ def search_params(*, org: str, text: str, vector: np.ndarray | None, mode: str, 
             "rrf_k": rrf_k, "df_cap": df_cap, "common_df": COMMON_DF_FACTOR * df_cap,
             "subject_prefix": subject_prefix, "current": (current and not include_superseded) or live_only,
             "attribute_relations": list(question.relations), "attribute_words": question.words,
-            "question_words": list(question.all_words), "attribute_weight": attribute_weight}
+            "question_words": list(question.all_words), "attribute_weight": attribute_weight,
+            "other_subject_weight": OTHER_SUBJECT_SHARE * attribute_weight}
 
 
 def statement_for(mode: str, iterative: bool = False, current: bool = False, small: bool = False) -> str:

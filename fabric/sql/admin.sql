@@ -136,17 +136,36 @@ WHERE (%(org)s::text IS NULL OR org = %(org)s)
 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
 
 -- name: stats_conflicts
--- Facts that hold two or more different values now in live memories (the same subject and relation):
--- missed placements, which search's safety net resolves by valid_from and flags (Memory.conflict_with).
-SELECT org, count(*) AS n FROM (
-    SELECT m.org, m.subject, m.relation
+-- Facts that hold two or more different values now in live memories: missed placements, which search's
+-- safety net resolves by valid_from and flags (Memory.conflict_with). One fact is one subject and one
+-- relation, compared as the safety net compares them (fabric/placement/keys.py): the subject with case,
+-- punctuation, spacing, a leading "the" and a possessive forgiven, and the first person ("I", "my",
+-- "User") one subject; the relation name in snake case ("works for" = "works_for"). Values differ when
+-- they differ in more than case, spacing and punctuation ("+44 7700 900 123" = "+44 7700 900123").
+-- Not counted here: two relation names of one attribute ("works_for" / "employer"), which the safety
+-- net also joins (keys.same_attribute reads the lexicon, which SQL does not have).
+WITH live_facts AS (
+    SELECT m.org,
+           btrim(regexp_replace(lower(regexp_replace(btrim(m.subject), '[''’]s?$', '')), '[^[:alnum:]]+', ' ', 'g'))
+               AS subject_words,
+           btrim(regexp_replace(lower(m.relation), '[^[:alnum:]]+', '_', 'g'), '_') AS relation_key,
+           regexp_replace(lower(m.value), '[^[:alnum:]]+', '', 'g') AS value_key
     FROM fabric.memories m
     JOIN fabric.memory_versions v ON v.org = m.org AND v.memory_id = m.id AND v.expired_at IS NULL
     WHERE (%(org)s::text IS NULL OR m.org = %(org)s)
-      AND m.subject IS NOT NULL AND m.value IS NOT NULL AND v.state = 'live'
+      AND m.subject IS NOT NULL AND m.relation IS NOT NULL AND m.value IS NOT NULL AND v.state = 'live'
       AND v.valid_from <= now() AND (v.valid_to IS NULL OR v.valid_to > now())
-    GROUP BY m.org, m.subject, m.relation
-    HAVING count(DISTINCT lower(m.value)) > 1
+),
+keyed AS (   -- the subject as compared: "the" and the first person
+    SELECT org, relation_key, value_key,
+           CASE WHEN regexp_replace(subject_words, '^the ', '') IN ('i', 'me', 'my', 'mine', 'myself', 'user')
+                THEN 'user' ELSE regexp_replace(subject_words, '^the ', '') END AS subject_key
+    FROM live_facts
+)
+SELECT org, count(*) AS n FROM (
+    SELECT org FROM keyed
+    GROUP BY org, subject_key, relation_key
+    HAVING count(DISTINCT value_key) > 1
 ) conflicting
 GROUP BY org
 

@@ -382,18 +382,29 @@ relations_asked AS MATERIALIZED (   -- each relation name found, once: is it the
                                    WHERE (length(rw) >= 3 AND starts_with(w, rw)) OR (length(w) >= 4 AND starts_with(rw, w))))
            FROM unnest(tsvector_to_array(to_tsvector('english', replace(r.relation, '_', ' ')))) rw)
 ),
-matched AS MATERIALIZED (   -- subject_words: how many words of the subject the question has (question_words)
-    SELECT id, (NOT %(include_superseded)s OR state = 'live')
-               AND relation IN (SELECT relation FROM relations_asked) AS relation_asked,
-           (SELECT count(*) FROM unnest(string_to_array(lower(subject), ' ')) w
-            WHERE w = ANY(%(question_words)s::text[])) AS subject_words
-    FROM keyed
+matched AS MATERIALIZED (   -- subject_words: how many words of the subject the question has (question_words);
+                            -- subject_extra: how many it does not
+    SELECT k.id, (NOT %(include_superseded)s OR k.state = 'live')
+               AND k.relation IN (SELECT relation FROM relations_asked) AS relation_asked,
+           w.subject_words, w.subject_extra
+    FROM keyed k
+    CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE w = ANY(%(question_words)s::text[])) AS subject_words,
+                               count(*) FILTER (WHERE w <> ALL(%(question_words)s::text[])) AS subject_extra
+                        FROM unnest(string_to_array(lower(k.subject), ' ')) w) w
 ),
-asked AS (   -- the memory states the attribute asked about, of the subject the question names best (most
-             -- words in common: "Corin Lindqvist", not the twin "Corin Lindquist"); when it names no
-             -- subject found here, of any subject
-    SELECT id, (relation_asked AND subject_words = max(subject_words) OVER ())::int AS attribute
+named_best AS (   -- of the subjects that have most words in common with the question, those with fewest
+                  -- other words: "Nordlys AS", not the sister company "Nordlys Fisk AS" beside it
+    SELECT id, relation_asked, subject_words = max(subject_words) OVER () AS most,
+           subject_extra = min(subject_extra) OVER (PARTITION BY subject_words) AS fewest
     FROM matched
+),
+asked AS (   -- attribute: the memory states the attribute asked about, of the subject the question names best
+             -- (most words in common: "Corin Lindqvist", not the twin "Corin Lindquist"; then fewest other
+             -- words); when it names no subject found here, of any subject. other_subject: the question
+             -- names this subject with more words beside it (a sister company): it ranks after the one named
+    SELECT n.id, (n.relation_asked AND n.most AND (n.fewest OR best.words = 0))::int AS attribute,
+           (n.most AND NOT n.fewest AND best.words > 0)::int AS other_subject
+    FROM named_best n CROSS JOIN (SELECT max(subject_words) AS words FROM matched) best
 ),
 scored AS (   -- named terms matched (counted by whichever leg found the memory) first, then the attribute
               -- asked about (a tier: attribute_weight exceeds any fused score), then RRF
@@ -402,6 +413,7 @@ scored AS (   -- named terms matched (counted by whichever leg found the memory)
            CASE %(mode)s
                WHEN 'lexical' THEN f.lex_score
                ELSE f.names + %(attribute_weight)s * coalesce(a.attribute, 0)
+                            - %(other_subject_weight)s * coalesce(a.other_subject, 0)
                             + coalesce(1.0::float8 / (%(rrf_k)s + f.vec_rank), 0)
                             + coalesce(1.0::float8 / (%(rrf_k)s + f.lex_rank), 0)
            END AS score

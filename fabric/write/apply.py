@@ -22,7 +22,7 @@ from psycopg.types.json import Jsonb
 from .. import metrics
 from ..db import Conn, is_connection_loss, one
 from ..errors import FabricError
-from ..placement.facts import text_key
+from ..placement.rules import text_key
 from ..placement.intervals import Revision
 from ..placement.tree import NodePlan, chain_lookup, chain_of, plan
 from ..placement.validator import Candidate, Decision, IncomingWrite, Validator, check_decision, pregate

@@ -133,3 +133,8 @@ def test_a_refinement_far_in_embedding_space_passes_the_pregate(rules, embedder,
 def test_every_name_shared(old, new, verdict):
     found = samefact.compare(old, new)
     assert (found.verdict if found else None) == verdict, found
+
+
+def test_two_people_with_one_car_correct_nothing():
+    """The shared name after the other is the value both hold, not a subject: no correction without a change word."""
+    assert samefact.compare("Ines Carvalho drives a red Mazda 3.", "Ravi Iyer drives a red Mazda 3.") is None

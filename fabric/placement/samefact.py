@@ -179,8 +179,10 @@ def compare(old_text: str, new_text: str) -> Same | None:
         return None
     if not said:  # no word of change: only where one value at a time is all the attribute holds
         attribute = _one_attribute(old_frame, new_frame, a.kind)
-        if attribute is None or len(old_subject) > 1 or set(a.key.split()) & set(b.key.split()):
-            return None  # (a setting may scope the value: "a fan of Arsenal in London"; "Halcyon Labs": a sister)
+        if attribute is None or len(old_subject) > 1 or set(a.key.split()) & set(b.key.split()) \
+                or _order(old_frame) != 1:
+            return None  # (a setting may scope the value: "a fan of Arsenal in London"; "Halcyon Labs": a sister;
+            # the shared name after the other may be the value: "Ines drives a Mazda 3" / "Ravi drives a Mazda 3")
         return Same("contradiction_fork", _spelled(new_text, subject), "", old_value, new_value,
                     f"{why}, both {attribute} (one value at a time)")
     return Same("contradiction_fork", _spelled(new_text, subject), "", old_value, new_value, why + ", a change said")

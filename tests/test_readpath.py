@@ -442,3 +442,24 @@ def test_a_time_travel_search_of_a_small_org_runs_the_exact_statement(fab, pg, o
                                      valid_at=valid_at, known_at=now, current=valid_at == now)
             assert hits[0]["content"] == "Sven Dahl sails a blue ketch."
     assert [_is_exact(s) for s in ran] == [False, True, False]
+
+
+def test_small_orgs_share_one_statement_text():
+    """A fused read of a small org keeps the org a parameter, so every small org runs one text (one
+    prepared plan per connection, not one per tenant); a larger org, and vector mode, keep a text of
+    their own with the org written in (its own plan, its own graph)."""
+    now = datetime.now(timezone.utc)
+    vec = np.full(8, 0.5, dtype=np.float32)
+
+    def text(org: str, small: bool, **kw) -> str:
+        args = dict(text="Where does Sven Dahl sail?", vector=vec, mode="hybrid", k=10, valid_at=now,
+                    known_at=now, current=True, iterative=True)
+        return search_mod.search_plan(org=org, small=small, **{**args, **kw})[1]
+
+    for kw in ({}, {"mode": "lexical"}, {"current": False, "valid_at": T(2020)}):
+        a, b = text("tenant-a", True, **kw), text("tenant-b", True, **kw)
+        assert a == b and "tenant-a" not in a, kw
+        big_a, big_b = text("tenant-a", False, **kw), text("tenant-b", False, **kw)
+        assert big_a != big_b and "'tenant-a'" in big_a, kw
+    vector_a, vector_b = text("tenant-a", True, mode="vector"), text("tenant-b", True, mode="vector")
+    assert vector_a != vector_b and "'tenant-a'" in vector_a

@@ -116,7 +116,7 @@ def test_values_compared_after_normalisation(a, b, same):
     ("Lena Varga has a sister.", "Lena Varga has another sister, Ilse, in Graz.", False),  # a second one
     ("Lena Varga works at Halvard Bank.", "Lena Varga no longer works at Halvard Bank since the merger.", False),
     ("I'm a night owl.", "If I ever stop being a night owl it'll be for my new baby.", False),  # a hypothetical
-    # a change said in a verb
+    # a change said in a verb of change
     ("The standup is at 9:15 on Mondays.", "The standup at 9:15 on Mondays was moved to 9:45 today.", False),
     ("Our rota is posted on Fridays.", "Our rota, posted on Fridays, switched to Thursdays this term.", False),
     ("Ada Roe lives in York.", "Ada Roe has lived in York since 2019, near the Minster.", True),  # "since": detail

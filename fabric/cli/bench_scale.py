@@ -14,12 +14,15 @@ from .bench import bench_app
 
 @bench_app.command("scale")
 def scale(
-    sizes: str = typer.Option("10k,100k", "--sizes", help="Corpus sizes, e.g. 10k,100k,1m."),
+    sizes: Optional[str] = typer.Option(None, "--sizes", help="Corpus sizes, e.g. 10k,100k,1m (default 10k,100k)."),
     quick: bool = typer.Option(False, "--quick", help="One small size (5k) for CI: about a minute."),
     out: Path = typer.Option(Path("bench-results"), "--out", help="Folder for scale.json and scale.png."),
     keep: bool = typer.Option(False, "--keep", help="Keep each size's benchmark database (prints its URL)."),
     chroma: bool = typer.Option(True, "--chroma/--no-chroma", help="Measure the ChromaDB baseline."),
     seed: int = typer.Option(7, "--seed", help="Corpus seed."),
+    reuse: Optional[str] = typer.Option(None, "--reuse", metavar="URL",
+                                        help="Only the reads (flat baselines, cases, reads; no load, no ingest) "
+                                             "on the database a run kept with --keep (the URL it printed)."),
     queries: Optional[int] = typer.Option(None, "--queries", min=10,
                                           help="Timed queries per search measure (default 200; 40 with --quick)."),
     as_json: bool = JsonOpt,
@@ -29,14 +32,18 @@ def scale(
     queries on flat pgvector and ChromaDB. Prints tables (or JSON) and writes JSON + a PNG chart.
 
     Example: fabric bench scale --sizes 10k,100k --out bench-results
+    Reads again on a kept database: fabric bench scale --reuse postgresql://…/fabric_bench_scale_1m_30a519
     """
     from .. import servers
     from ..bench import scale as sc
 
     with handle_errors():
-        size_list = [sc.QUICK_SIZE] if quick else sc.parse_sizes(sizes)
+        if reuse:  # the size comes from the kept database (checked against --sizes when given)
+            size_list = sc.parse_sizes(sizes) if sizes else []
+        else:
+            size_list = [sc.QUICK_SIZE] if quick else sc.parse_sizes(sizes or "10k,100k")
         cfg = sc.ScaleConfig(sizes=size_list, out=out, keep=keep, seed=seed, chroma=chroma, queries=queries,
-                             quick=quick)
+                             quick=quick, reuse=reuse)
         from ..config import Settings
 
         s = Settings.from_env()

@@ -205,12 +205,18 @@ def _with_literals(statement: str, values: tuple[tuple[str, Any], ...]) -> str:
     return statement
 
 
-def generic_statement(statement: str, params: dict[str, Any]) -> str:
+def generic_statement(statement: str, params: dict[str, Any], *, shared: bool = False) -> str:
     """`statement` with the GENERIC_LITERALS of `params` written in as SQL literals: one text per org and
     sizes, which psycopg prepares on the server after a few runs; with plan_cache_mode
     force_generic_plan the server then plans it once, not on every search. At 100k memories (large
-    org): server CPU p50 5.4 -> 4.8 ms, the same rows (docs/performance.md)."""
-    return _with_literals(statement, tuple((n, params[n]) for n in GENERIC_LITERALS))
+    org): server CPU p50 5.4 -> 4.8 ms, the same rows (docs/performance.md).
+    `shared` (a small org: small_org): the org stays a parameter, so every small org shares one text
+    and one plan. psycopg prepares a text after 5 runs on a connection and keeps 100: with a text
+    per org, a tenant among many was planned on nearly every search (7.8 ms of server CPU against 3.6
+    prepared, 200 memories at 100k); a small org has no graph of its own and the plan for "an org"
+    is the plan for a small one (the same rows, docs/performance.md, seventh pass)."""
+    names = [n for n in GENERIC_LITERALS if not (shared and n == "org")]
+    return _with_literals(statement, tuple((n, params[n]) for n in names))
 
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
@@ -263,7 +269,14 @@ def custom_plans(settings: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
              else args) for stmt, args in settings]
 
 
-_ORG_SIZE_SQL = "SELECT count(*) FROM (SELECT 1 FROM fabric.memories WHERE org = %(org)s LIMIT %(limit)s) m"
+# An org with a graph of its own (`fabric index orgs`; under SMALL_ORG only with its min_rows lowered)
+# counts as large: its reads go through that graph, with plans of their own (generic_statement).
+_ORG_SIZE_SQL = ("SELECT CASE WHEN to_regclass(%(own)s) IS NULL THEN count(*) ELSE %(limit)s END "
+                 "FROM (SELECT 1 FROM fabric.memories WHERE org = %(org)s LIMIT %(limit)s) m")
+
+
+def _org_size_params(org: str) -> dict[str, Any]:
+    return {"org": org, "limit": SMALL_ORG + 1, "own": "fabric." + org_index_name("current_embeddings", org)}
 # (database, org) -> (its memories counted up to SMALL_ORG + 1, when they were counted: time.monotonic())
 _org_sizes: dict[tuple[str, str], tuple[int, float]] = {}
 
@@ -288,12 +301,13 @@ def may_be_exact(mode: str, current: bool, include_superseded: bool, live_only: 
 
 
 def small_org(conn: psycopg.Connection, org: str) -> bool:
-    """Has `org` SMALL_ORG memories or fewer (search_exact)? Counted at most every ORG_SIZE_TTL seconds per
-    database: a count an org has since outgrown (or grown into) only picks the other path, and both answer."""
+    """Has `org` SMALL_ORG memories or fewer, and no graph of its own (search_exact, generic_statement)?
+    Counted at most every ORG_SIZE_TTL seconds per database: a count an org has since outgrown (or grown
+    into) only picks the other path, and both answer."""
     key = (conn.info.dsn, org)
     size = _known_size(key)
     if size is None:
-        row = conn.cursor(row_factory=tuple_row).execute(_ORG_SIZE_SQL, {"org": org, "limit": SMALL_ORG + 1}).fetchone()
+        row = conn.cursor(row_factory=tuple_row).execute(_ORG_SIZE_SQL, _org_size_params(org)).fetchone()
         size = _remember_size(key, row[0] if row else 0)
     return size <= SMALL_ORG
 
@@ -303,7 +317,7 @@ async def asmall_org(conn: psycopg.AsyncConnection, org: str) -> bool:
     key = (conn.info.dsn, org)
     size = _known_size(key)
     if size is None:
-        cur = await conn.cursor(row_factory=tuple_row).execute(_ORG_SIZE_SQL, {"org": org, "limit": SMALL_ORG + 1})
+        cur = await conn.cursor(row_factory=tuple_row).execute(_ORG_SIZE_SQL, _org_size_params(org))
         row = await cur.fetchone()
         size = _remember_size(key, row[0] if row else 0)
     return size <= SMALL_ORG
@@ -410,7 +424,7 @@ def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray 
         include_superseded=include_superseded, live_only=live_only, ef_search=ef_search, pool=pool,
         rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix, current=current,
         iterative=pgvector_version(conn) >= ITERATIVE_SCAN_SINCE,
-        small=may_be_exact(mode, current, include_superseded, live_only) and small_org(conn, org))
+        small=mode != "vector" and small_org(conn, org))
     rows = _run(conn, settings, statement, params)
     fallback = fallback_for(statement, rows, params)
     if fallback is not None:
@@ -437,8 +451,7 @@ def _run(conn: psycopg.Connection, settings: list[tuple[str, Any]], statement: s
 async def asearch(conn: psycopg.AsyncConnection, **kw: Any) -> list[dict[str, Any]]:
     """`search` on an async connection: the same plan, the same statement, the same rows."""
     iterative = await apgvector_version(conn) >= ITERATIVE_SCAN_SINCE
-    small = may_be_exact(kw["mode"], kw.get("current", False), kw.get("include_superseded", False),
-                         kw.get("live_only", False)) and await asmall_org(conn, kw["org"])
+    small = kw["mode"] != "vector" and await asmall_org(conn, kw["org"])
     settings, statement, params = search_plan(**kw, iterative=iterative, small=small)
     rows = await _arun(conn, settings, statement, params)
     fallback = fallback_for(statement, rows, params)
@@ -463,16 +476,18 @@ def search_plan(*, org: str, text: str, vector: np.ndarray | None, mode: str, k:
                 ef_search: int = 100, pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP,
                 names: bool = True, subject_prefix: str | None = None, current: bool = False,
                 iterative: bool = False, small: bool = False) -> tuple[list[tuple[str, Any]], str, dict[str, Any]]:
-    """(session settings, statement, parameters) of one search; `small`: the org is searched exactly
-    (small_org)."""
+    """(session settings, statement, parameters) of one search; `small`: the org has SMALL_ORG memories
+    or fewer (small_org): a fused time-travel read is computed exactly (may_be_exact), and a fused read
+    shares one plan with every small org (generic_statement)."""
     params = search_params(org=org, text=text, vector=vector, mode=mode, k=k, valid_at=valid_at,
                            known_at=known_at, include_superseded=include_superseded, live_only=live_only,
                            pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix,
                            current=current)
-    statement = statement_for(mode, iterative, params["current"], small and not params["current"])
+    exact = small and may_be_exact(mode, current, include_superseded, live_only)
+    statement = statement_for(mode, iterative, params["current"], exact)
     generic = uses_generic_plan(params, statement)
     if generic:
-        statement = generic_statement(statement, params)
+        statement = generic_statement(statement, params, shared=small and mode != "vector")
     return search_settings(params, ef_search=ef_search, iterative=iterative, generic=generic), statement, params
 
 

@@ -29,14 +29,17 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import sql
 
 from ...db import one
+from ...errors import ValidationError
 from .config import (BELIEF_SIZE, EF_SEARCH, EMBEDDINGS_NOTE, MEDIUM_ORG_INDEX, NEVER, QUICK_SIZE, SUBTREE_SIZE, K,
                      Progress, ScaleConfig, parse_sizes, size_label)
 from .corpus import Corpus, build_corpus
@@ -49,11 +52,11 @@ from .report import check_targets, growth, markdown, render, write_chart
 log = logging.getLogger(__name__)
 
 
-__all__ = ["BELIEF_SIZE", "BenchDatabase", "Corpus", "EF_SEARCH", "EMBEDDINGS_NOTE", "K",
-           "MEDIUM_ORG_INDEX", "NEVER", "PrecomputedEmbeddings", "Progress", "QUICK_SIZE", "SUBTREE_SIZE",
-           "ScaleConfig", "_spawn_workers", "build_corpus", "bulk_load", "check_targets", "database_url_with",
-           "growth", "ingest_items", "markdown", "measure_disk", "measure_ingest", "measure_reads",
-           "parse_sizes", "placement_run", "render", "run", "run_size", "server_settings",
+__all__ = ["BELIEF_SIZE", "BenchDatabase", "Corpus", "EF_SEARCH", "EMBEDDINGS_NOTE", "K", "MEDIUM_ORG_INDEX",
+           "NEVER", "PrecomputedEmbeddings", "Progress", "QUICK_SIZE", "SUBTREE_SIZE", "ScaleConfig",
+           "_spawn_workers", "build_corpus", "bulk_load", "check_kept", "check_targets", "database_url_with",
+           "kept_size", "reuse_size", "growth", "ingest_items", "markdown", "measure_disk", "measure_ingest",
+           "measure_reads", "parse_sizes", "placement_run", "render", "run", "run_size", "server_settings",
            "size_label", "wait_settled", "write_chart", "write_statuses"]
 
 
@@ -118,6 +121,68 @@ def run_size(n: int, cfg: ScaleConfig, server_url: str, redis_url: str, progress
     return result
 
 
+KEPT_NAME = re.compile(r"fabric_bench_scale_([0-9]+[km]?)_[0-9a-f]{6}")
+
+
+def kept_size(url: str) -> int:
+    """The size of the kept bench database at url, from its name (`--keep` prints the URL)."""
+    name = urlsplit(url).path.lstrip("/")
+    m = KEPT_NAME.fullmatch(name)
+    if not m:
+        raise ValidationError("reuse", f"{name!r} is not a database kept by `fabric bench scale --keep` "
+                                       "(named fabric_bench_scale_<size>_<hex>)")
+    return parse_sizes(m.group(1))[0]
+
+
+def check_kept(db: BenchDatabase, c: Corpus, seed: int) -> None:
+    """The kept database holds this corpus (same size and seed): its large and small orgs have the
+    corpus's memories, with the corpus's ids. The ingest phase's orgs (`ingest-…`) do not matter."""
+    large, small = c.orgs[c.large_org], c.orgs[c.small_org]
+    sample = [c.mem_uuid(i) for i in (0, c.n // 2, c.n - 1, *c.org_memories(c.small_org)[:3])]
+    try:
+        with db.connect(autocommit=True) as conn:
+            counts = {r["org"]: r["n"] for r in conn.execute(
+                "SELECT org, count(*) AS n FROM fabric.memories WHERE org = ANY(%(o)s) GROUP BY org",
+                {"o": [large, small]}).fetchall()}
+            found = one(conn.execute("SELECT count(*) AS n FROM fabric.memories WHERE id = ANY(%(ids)s)",
+                                     {"ids": sample}))["n"]
+    except psycopg.Error as exc:
+        raise ValidationError("reuse", f"cannot read the kept database {db.name}: {exc}") from exc
+    want = {large: len(c.org_memories(c.large_org)), small: len(c.org_memories(c.small_org))}
+    if counts != want or found != len(sample):
+        raise ValidationError("reuse", f"{db.name} does not hold the {size_label(c.n)} corpus of seed {seed} "
+                                       f"(org memories {counts}, expected {want}; {found} of {len(sample)} sample "
+                                       "ids): give the --seed it was built with, or build one with --keep")
+
+
+def reuse_size(url: str, cfg: ScaleConfig, redis_url: str, progress: Progress) -> dict[str, Any]:
+    """The read phase only (flat baselines, cases, reads, EXPLAIN) on a database kept by `--keep`:
+    no corpus load, no ingest; the database is left as it was (its flat tables are dropped again)."""
+    n = kept_size(url)
+    if cfg.sizes and cfg.sizes != [n]:
+        raise ValidationError("reuse", f"the kept database holds {size_label(n)} memories, not "
+                                       f"{', '.join(map(size_label, cfg.sizes))}")
+    label = size_label(n)
+    started = time.perf_counter()
+    progress(f"[{label}] generating the corpus (to know its cases and exact answers)")
+    c = build_corpus(n, cfg.seed, progress)
+    db = BenchDatabase.kept(url)
+    check_kept(db, c, cfg.seed)
+    result: dict[str, Any] = {"n": n, "label": label, "corpus": c.stats(), "database": db.name, "reused": url,
+                              "server": server_settings(db.url), "disk": measure_disk(db, c)}
+    progress(f"[{label}] reads on the kept database {db.name}")
+    t = time.perf_counter()
+    reads, explain, baselines = measure_reads(db, c, cfg, redis_url, progress)
+    result["phases"] = {"baselines_and_reads_s": round(time.perf_counter() - t, 1)}
+    result["load"] = {name: {k: round(v, 2) for k, v in t_.items()} for name, t_ in baselines.pop("load", {}).items()}
+    result["reads"], result["explain"], result["baselines"] = reads, explain, baselines
+    result["disk"]["flat_pgvector_bytes_per_row"] = baselines.get("flat_disk_bytes_per_row")
+    result["load_average_after"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    result["total_s"] = round(time.perf_counter() - started, 1)
+    progress(f"[{label}] reads done in {result['total_s']:.0f} s")
+    return result
+
+
 def run(cfg: ScaleConfig, database_url: str, redis_url: str, progress: Progress | None = None) -> dict[str, Any]:
     """Run every size; write JSON and PNG into cfg.out; return the results."""
     progress = progress or (lambda msg: log.info(msg))
@@ -138,8 +203,13 @@ def run(cfg: ScaleConfig, database_url: str, redis_url: str, progress: Progress 
                  ]},
         "sizes": [],
     }
-    for n in cfg.sizes:
+    if cfg.reuse:
+        results["meta"]["reused"] = cfg.reuse
+        results["meta"]["notes"].append("reads only, on a database kept by an earlier run (no load, no ingest)")
+        results["sizes"].append(reuse_size(cfg.reuse, cfg, redis_url, progress))
+    for n in [] if cfg.reuse else cfg.sizes:
         results["sizes"].append(run_size(n, cfg, database_url, redis_url, progress))
+    results["meta"]["sizes"] = [s["n"] for s in results["sizes"]]
     results["targets"] = check_targets(results)
     results["growth"] = growth(results)
     results["meta"]["total_s"] = round(time.perf_counter() - started, 1)

@@ -52,6 +52,7 @@ class FlatBaseline:
         with psycopg.connect(self.conn.info.dsn, autocommit=True) as conn:
             register_vector(conn)
             conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(self.schema, self.index_name)))
+            conn.execute(sql.SQL("TRUNCATE {}").format(self.table))  # a kept database may hold a run's leftovers
             t = time.perf_counter()
             stmt = sql.SQL("COPY {} (id, content, metadata, embedding) FROM STDIN (FORMAT BINARY)").format(self.table)
             with conn.cursor() as cur, cur.copy(stmt) as cp:

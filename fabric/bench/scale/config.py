@@ -81,6 +81,7 @@ class ScaleConfig:
     budget_s: float | None = None      # time budget per measure (default by size)
     ingest_writes: int | None = None   # writes per placement run (default by size)
     quick: bool = False
+    reuse: str | None = None           # a kept bench database's URL: its reads only (no load, no ingest)
 
 
 def _defaults(cfg: ScaleConfig, n: int) -> tuple[int, float, int, int]:

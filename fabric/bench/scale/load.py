@@ -50,6 +50,15 @@ class BenchDatabase:
         self.admin_url = database_url_with(server_url, "postgres")
         self.url = database_url_with(server_url, self.name)
 
+    @classmethod
+    def kept(cls, url: str) -> BenchDatabase:
+        """A database an earlier run kept (`--keep`): read, never created nor dropped here."""
+        db = cls.__new__(cls)
+        db.url = url
+        db.name = urlsplit(url).path.lstrip("/")
+        db.admin_url = database_url_with(url, "postgres")
+        return db
+
     def create(self) -> None:
         from ...db import migrate
 

@@ -18,6 +18,31 @@ from .timing import Meter, _explain, _percentiles, _recall, _run_interleaved, _r
 log = logging.getLogger(__name__)
 
 
+def _summary(lat: Sequence[float], cpu: Sequence[tuple[float, float]] | None = None) -> dict[str, Any]:
+    """Wall percentiles, and CPU percentiles when metered: total, server, client."""
+    r: dict[str, Any] = _percentiles(lat)
+    if cpu:
+        a = np.asarray(cpu)  # (n, 2): server, client
+        total = a.sum(axis=1)
+        r["cpu_p50_ms"] = round(float(np.percentile(total, 50)), 3)
+        r["cpu_p99_ms"] = round(float(np.percentile(total, 99)), 3)
+        if a[:, 0].any():
+            r["server_cpu_p50_ms"] = round(float(np.percentile(a[:, 0], 50)), 3)
+            r["server_cpu_p99_ms"] = round(float(np.percentile(a[:, 0], 99)), 3)
+        r["client_cpu_p50_ms"] = round(float(np.percentile(a[:, 1], 50)), 3)
+    return r
+
+
+SAME_RUN_KEYS = ("p50_ms", "p99_ms", "cpu_p50_ms", "server_cpu_p50_ms", "client_cpu_p50_ms")
+
+
+def _same_run(lat: Sequence[float], cpu: Sequence[tuple[float, float]], ef_search: int | None) -> dict[str, Any]:
+    """A flat baseline's figures taken interleaved with one fabric read (kept inside that read's record,
+    so its ratio to flat compares two measures taken under the same load)."""
+    s = _summary(lat, cpu)
+    return {"n": s["n"], **{k: s[k] for k in SAME_RUN_KEYS if k in s}, "ef_search": ef_search}
+
+
 class ReadBench:
     """Times every read against one bench database."""
 
@@ -35,16 +60,7 @@ class ReadBench:
 
     def _record(self, name: str, lat: Sequence[float], cpu: Sequence[tuple[float, float]] | None = None,
                 **extra: Any) -> dict[str, Any]:
-        r = {**_percentiles(lat), **extra}
-        if cpu:
-            a = np.asarray(cpu)  # (n, 2): server, client
-            total = a.sum(axis=1)
-            r["cpu_p50_ms"] = round(float(np.percentile(total, 50)), 3)
-            r["cpu_p99_ms"] = round(float(np.percentile(total, 99)), 3)
-            if a[:, 0].any():
-                r["server_cpu_p50_ms"] = round(float(np.percentile(a[:, 0], 50)), 3)
-                r["server_cpu_p99_ms"] = round(float(np.percentile(a[:, 0], 99)), 3)
-            r["client_cpu_p50_ms"] = round(float(np.percentile(a[:, 1], 50)), 3)
+        r = {**_summary(lat, cpu), **extra}
         self.results[name] = r
         self.progress(f"  {name:<24} p50 {r['p50_ms']:8.2f} ms  p99 {r['p99_ms']:8.2f} ms"
                       + (f"  server cpu p50 {r['server_cpu_p50_ms']:7.2f} ms" if "server_cpu_p50_ms" in r else "")
@@ -54,10 +70,12 @@ class ReadBench:
 
     # -- search (database time: the library's SQL with a precomputed vector)
 
-    def search(self, name: str, cases: list[SearchCase], companions: dict[str, tuple[Any, str]] | None = None
-               ) -> None:
+    def search(self, name: str, cases: list[SearchCase], companions: dict[str, tuple[Any, str]] | None = None,
+               *, record_companions: bool = True) -> None:
         """Time fabric's vector search (and, interleaved with it on the same queries, the flat
-        baselines given as companions: name -> (store, kind))."""
+        baselines given as companions: name -> (store, kind)). The companions' figures go into this
+        read's record (`same_run`) and, with `record_companions`, into records of their own (with
+        recall), as the baselines' figures in the tables."""
         from ...read import search as fsearch
 
         c = self.c
@@ -90,7 +108,8 @@ class ReadBench:
         # ms for the same statement warm on the same database)
         timed = _run_interleaved(fns, cases, warmup=min(50, len(cases) // 4), budget_s=self.budget, meters=meters)
         lat, outs, cpu = timed[name]
-        for cname, (_, kind) in (companions or {}).items():
+        same_run = {cn: _same_run(timed[cn][0], timed[cn][2], companion_ef.get(cn)) for cn in fns if cn != name}
+        for cname, (_, kind) in (companions or {}).items() if record_companions else ():
             for cn in (cname, f"{cname}_same_ef") if kind == "flat" else (cname,):
                 self._record_flat(cn, *timed[cn], cases, kind=kind)
                 if cn in companion_ef:
@@ -106,6 +125,8 @@ class ReadBench:
         self._record(name, lat, cpu, kind="db", recall_at_10=round(float(np.mean(recalls)), 4),
                      recall_min=round(float(np.min(recalls)), 2), ef_search=ef,
                      exact_fallback_rate=round(float(np.mean(fallbacks)), 3) if fallbacks else None)
+        if same_run:
+            self.results[name]["same_run"] = same_run
         plan = self._search_plan(cases[0])
         slow = next((x for x, n in zip(cases, counts) if n is not None and n < K), None)
         if slow is not None and slow is not cases[0]:
@@ -113,10 +134,12 @@ class ReadBench:
             plan += self._search_plan(slow, short=True)
         self.explain[name] = plan
 
-    def hybrid(self, name: str, cases: list[SearchCase]) -> None:
+    def hybrid(self, name: str, cases: list[SearchCase], flats: dict[str, FlatBaseline] | None = None) -> None:
         """Database time of the library's default retrieval (mode="hybrid": full text + vector in one
-        statement), with the precomputed query vector and the question's text. No recall: the synthetic
-        vectors and texts do not agree, so the fused ranking has no exact answer to compare with."""
+        statement), with the precomputed query vector and the question's text, interleaved query by
+        query with the flat pgvector tables given (name -> table; their figures go into this read's
+        `same_run`). No recall: the synthetic vectors and texts do not agree, so the fused ranking has
+        no exact answer to compare with."""
         from ...read import search as fsearch
 
         run_search = getattr(fsearch, "search", None)
@@ -136,8 +159,17 @@ class ReadBench:
         except TypeError as exc:  # the search API moved
             log.warning("hybrid search not measured: %s", exc)
             return
-        lat, outs, cpu = _run_timed(run, cases, warmup=3, budget_s=self.budget / 2, min_n=10, meter=self.meter)
+        fns: dict[str, Callable[[Any], Any]] = {name: run}
+        meters: dict[str, Meter | None] = {name: self.meter}
+        for fname, store in (flats or {}).items():
+            fns[fname] = (lambda st: (lambda x: st.query(x.vec)))(store)
+            meters[fname] = store.meter
+        timed = _run_interleaved(fns, cases, warmup=3, budget_s=self.budget / 2, min_n=10,
+                                 meters=meters)
+        lat, outs, cpu = timed[name]
         self._record(name, lat, cpu, kind="db", rows_mean=round(float(np.mean(outs)), 1))
+        if flats:
+            self.results[name]["same_run"] = {f: _same_run(timed[f][0], timed[f][2], EF_SEARCH) for f in flats}
         x = cases[0]
         try:
             params = fsearch.search_params(org=org_name[x.org], text=x.text, vector=x.vec, mode="hybrid", k=K,
@@ -304,12 +336,15 @@ def measure_reads(db: BenchDatabase, c: Corpus, cfg: ScaleConfig, redis_url: str
         baselines["load"] = load
 
         progress("  reads (database time: the library's SQL with a precomputed query vector)")
+        # every read of an org with flat baselines runs interleaved with them (the time-travel reads
+        # against flat's unfiltered query): each ratio to flat compares figures taken under one load
         for (o, mode), cs in cases.items():
             companions = {name: (store, "flat" if name.startswith("flat") else "chroma")
-                          for name, store, label in stores if label == o and mode == "now"}
-            rb.search(f"search_{mode}_{o}", cs, companions)
+                          for name, store, label in stores if label == o}
+            rb.search(f"search_{mode}_{o}", cs, companions, record_companions=mode == "now")
         for (o, mode), cs in cases.items():
-            rb.hybrid(f"search_hybrid_{mode}_{o}", cs)
+            flats = {name: store for name, store, label in stores if label == o and name.startswith("flat")}
+            rb.hybrid(f"search_hybrid_{mode}_{o}", cs, flats)
         fp_large = next(s for n, s, _ in stores if n == "flat_pgvector_large")
         rb.explain["flat_pgvector_large"] = fp_large.explain(cases[("large", "now")][0].vec)
         baselines["flat_disk_bytes_per_row"] = round(fp_large.disk_bytes() / max(fp_large.rows, 1), 1)

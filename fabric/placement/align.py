@@ -78,6 +78,10 @@ def _spell_numbers(text: str) -> str:
     return _NUMBER_PHRASE.sub(sub, text)
 
 
+# "the third floor" = "the 3rd floor", "week 1" = "the first week": an ordinal before a noun, after "the" / "each"
+_ORDINALS = {w: f"{i}{'st' if i == 1 else 'nd' if i == 2 else 'rd' if i == 3 else 'th'}" for i, w in enumerate(
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split(), 1)}
+_ORDINAL = re.compile(rf"\b((?i:the|each|every))\s+((?i:{'|'.join(_ORDINALS)}))\b(?=[\s-]+[a-z]+)")
 _PHONE = re.compile(r"(?<![\w.])\+?\d{2,4}(?:[ .-]\d{2,6}){1,4}(?!\w|[.:]\d)")
 _CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d\d))?\s*(?:(a\.m\.|p\.m\.|am|pm)(?!\w)|o'clock\b"
                     r"|(?=\s+in the (morning|afternoon|evening)\b)|(?=\s+at night\b))", re.IGNORECASE)
@@ -135,10 +139,12 @@ _THERE = re.compile(r"\b((?:at|in)\s+(?:[A-Z][\w&'.-]*)(?:\s+[A-Z][\w&'.-]*)*)\s
 # "we" and "our team" name another, the user's team, written "Team" ("our" alone is left: in "our main
 # database" the database is the holder). A first-person verb is put in the third person ("I drive" ->
 # "User drives"), as the lexicon reads a named subject's. "I" after a lower-case word or at a clause's
-# start only ("btw I live"), not "World War I ended".
+# start only ("btw I live"), not "World War I ended"; in chat also "i'm", "i've".
 _VERB = (r"((?:(?:now|still|also|currently|just|actually|really|only|mostly|usually|no longer|recently)\s+)?)"
          r"([a-z]+)\b(?!['’])")
-_I = "(?:^|(?<=[.!?,;:]\\s)|" + "|".join(rf"(?<=\b[a-z]{{{n}}}\s)" for n in range(1, 13)) + ")I"
+_AFTER = "(?:^|(?<=[.!?,;:]\\s)|" + "|".join(rf"(?<=\b[a-z]{{{n}}}\s)" for n in range(1, 13)) + ")"
+_I = _AFTER + "I"
+_I_CHAT = _AFTER + "[Ii]"  # "i'm", "i've": a contraction says the pronoun ("i moved to sales": unread)
 # "we" as a clause's subject only: "on Fridays we hold the retro" tells of an event, no team's attribute
 _WE = "(?:^|" + "|".join(rf"(?<=\b{w}\s)" for w in ("so", "and", "but", "btw", "fyi", "also", "now")) \
     + r"|(?<=[.!?,;:]\s))[Ww]e"
@@ -150,8 +156,8 @@ _NO_SUBJECT = re.compile(r"(?:^|(?<=[.!?]\s))(?:((?i:just|recently|finally|now))
                          r"|(?i:started|starting)(?=\s+(?:a\s+new\s+job|a\s+new\s+role|work|at)\s+(?:at\s+|with\s+)?[A-Z]))")
 _USER = ((_NO_SUBJECT, lambda m: " ".join(["User", *(g.lower() for g in m.groups() if g)])),
          (re.compile(r"\b(?:the\s+)?user(?=\b(?!-))", re.IGNORECASE), "User"),
-         (re.compile(r"\b[Mm]y\b"), "User's"), (re.compile(_I + r"['’]m\b"), "User is"),
-         (re.compile(_I + r"['’]ve\b"), "User has"), (re.compile(_I + r"['’]d\b"), "User would"),
+         (re.compile(r"\b[Mm]y\b"), "User's"), (re.compile(_I_CHAT + r"['’]m\b"), "User is"),
+         (re.compile(_I_CHAT + r"['’]ve\b"), "User has"), (re.compile(_I_CHAT + r"['’]d\b"), "User would"),
          (re.compile(_I + r" " + _VERB), lambda m: _agree("User", m)),
          (re.compile(r"\b(?:[Oo]ur|[Mm]y) (?:team|company|org|organi[sz]ation|startup|group)\b(?!['’])"), "Team"),
          (re.compile(r"\b[Oo]ur (?=(?:HQ|hq|headquarters|head office|main office|budget|headcount)\b)"), "Team's "),
@@ -334,6 +340,7 @@ def canonical(text: str) -> str:
     t = re.sub(r"\b(open(?:s|ed)?) (?:its|their|the) doors\b", r"\1", t)  # "opens its doors at 9": opens at 9
     t = re.sub(r"\b([Yy])early\b", lambda m: "Annual" if m.group(1) == "Y" else "annual", t)  # one word per period
     t = _spell_numbers(t)
+    t = _ORDINAL.sub(lambda m: f"{m.group(1)} {_ORDINALS[m.group(2).lower()]}", t)
     # "$6M a year" = "$6M annual revenue", "$15 a month" = "a monthly price of $15": one word per period
     # (after an amount only: "postponed by a week" is no period)
     t = re.sub(r"\bper annum\b|\bannually\b", "annual", t)

@@ -354,7 +354,16 @@ def compare(old_text: str, new_text: str) -> Same | None:
         wide_old, wide_new = read(old_text, f"{new_text} {old_text}"), read(new_text, f"{old_text} {new_text}")
         if (wide_old, wide_new) != (old, new):
             found = _compare(_dated(wide_old), _dated(wide_new), old_text, new_text)
+    if found is not None and found.attribute != "job_title" and (_titled(old_text) or _titled(new_text)):
+        return None  # "Priya Nair is a staff engineer": a title, whatever else its frame is near (an employer)
     return found
+
+
+def _titled(text: str) -> bool:
+    """Does the sentence give its subject a job title in words (keys.title_key: "X is a staff engineer")?"""
+    from .keys import title_key
+
+    return title_key(text) is not None
 
 
 def _compare(old: Reading, new: Reading, old_text: str, new_text: str) -> Same | None:
@@ -399,7 +408,7 @@ def key(text: str) -> tuple[str, str, str] | None:
     KPMG's employees, of many values). Only one subject may read as a single-valued attribute with the
     margin (a frame the model reads both ways names no subject), with one value, and none of compare's
     guards (a negation, a relative, "also" / many values, the past, a hypothetical)."""
-    if _told_as_past(canonical(text)) or _HYPOTHETICAL.search(text):
+    if _told_as_past(canonical(text)) or _HYPOTHETICAL.search(text) or _titled(text):
         return None
     narrow = _dated(read(text))
     found = _key(narrow, text)

@@ -248,6 +248,16 @@ class RuleValidator:
         return self._compare(c, write)[0]
 
     def _compare(self, c: Candidate, write: IncomingWrite) -> tuple[str, Statement | None]:
+        """`_read`, with a value said more fully kept as a refinement: "drives a Skoda" -> "drives a grey 2019
+        Skoda Octavia" is the same car, in more words, not another one (a title so lengthened is a promotion:
+        "Product Manager" -> "Group Product Manager")."""
+        verdict, stated = self._read(c, write)
+        if verdict == "contradiction_fork" and stated is not None and not stated.negated \
+                and stated.relation != "job_title" and fuller_value(stated.old_value, stated.new_value):
+            return "child_update", replace(stated, how=f"{stated.how}; the old value said more fully")
+        return verdict, stated
+
+    def _read(self, c: Candidate, write: IncomingWrite) -> tuple[str, Statement | None]:
         """The lexicon's verdict where it reads both sentences; the alignment's where it does not, and the
         alignment's structural guards over the lexicon (a qualifier swapped, a relative, another unit)."""
         was, now = state(c.content), state(write.content)
@@ -361,6 +371,17 @@ def _more_detail(same: attributes.Same, old_text: str, new_text: str) -> bool:
                        canonical(new_text).replace(same.new_value, "the value"))
 
 
+def fuller_value(old: str, new: str) -> bool:
+    """Is the new value the old one with more words ("Skoda" -> "2019 Skoda Octavia", "Dr Hassan" -> "Dr Leila
+    Hassan")? Names and words only: another figure is another value ("5" -> "5 500")."""
+    was, now = _value_words(old), _value_words(new)
+    return bool(was) and was < now and not any(w.isdigit() for w in was)
+
+
+def _value_words(value: str) -> set[str]:
+    return {w for w in normalise(value).split() if w not in _STOP_CAPS}
+
+
 def _generic(same: attributes.Same, relation: str) -> Statement:
     """A statement the generic path read: no relation named, so no key for the new version."""
     return Statement(same.subject, relation, same.old_value, same.new_value, same.why, False)
@@ -398,8 +419,8 @@ def adds_detail(old_text: str, new_text: str) -> bool:
     if old is not None and new is not None and len(new.detail - old.detail) >= 2:
         return True
     ro, rn = read(old_text, new_text), read(new_text, old_text)
-    if {a.key for a in rn.anchors} - {a.key for a in ro.anchors}:
-        return True
+    if {samefact.day(a.key) for a in rn.anchors} - {samefact.day(a.key) for a in ro.anchors}:
+        return True  # (a name or number the old text lacks; "Saturday" is in "on Saturdays")
     added = set(rn.words) - set(ro.words)
     if (old is None or new is None) and len(added) >= 2 and len(rn.words) >= len(ro.words) + 2:
         return True  # the lexicon does not read them: more words, and two of them new

@@ -4,8 +4,9 @@ The lexicon (facts.py), the alignment (align.py) and the attribute classifier (a
 relations they were written or trained for. This path reads none: it asks only whether the two sentences
 say something of the same kind about the same subject, and leaves the relation unnamed.
 
-1. Subject: the name both sentences share (the user for "I" / "my"), also when one sentence splits it in
-   two ("Kittiwake cut the X5 drone's price" beside "the Kittiwake X5 drone").
+1. Subject: the names both sentences share (the user for "I" / "my"; a second shared name is the
+   subject's setting: "X's GP", "X's choir"), also when one sentence splits one in two ("Kittiwake cut
+   the X5 drone's price" beside "the Kittiwake X5 drone").
 2. Value: the one other name or figure each sentence holds (a date or year beside another value says
    when, not what).
 3. Frame: the sentences with the subject masked as X and the value as Y must be close in meaning by
@@ -25,6 +26,8 @@ the past, a hypothetical). Deterministic: the model is, and frames are embedded 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+
 from .align import _GONE_AFTER, _LINE_WORDS, Anchor, Reading, _periods, _phrase_vectors, canonical, read, stem
 from .attributes import _HYPOTHETICAL, _INVERSE, Same, _dated, _guarded, classify_frame
 from .facts import number_key, value_key
@@ -33,6 +36,8 @@ from .facts import number_key, value_key
 # correction a word of change too, so the frame need only be the same kind of statement.
 DUPLICATE_FRAME = 0.72
 CHANGED_FRAME = 0.65
+# A correction no word of change says: the frames must be near alike and both of one single-valued attribute.
+QUIET_FRAME = 0.9
 # A phone number or an e-mail address tells the attribute by its sort: the frame need only be near.
 TELLING_FRAME = 0.45
 
@@ -77,7 +82,7 @@ def phone_digits(text: str) -> str | None:
 
 def same_value(old: str, new: str) -> bool:
     """Do two values say the same, written either way (phone digits, units, number words, case)?"""
-    if value_key(old) == value_key(new):
+    if value_key(old) == value_key(new) or day(value_key(old).casefold()) == day(value_key(new).casefold()):
         return True
     a, b = phone_digits(old), phone_digits(new)
     if a is not None and b is not None:
@@ -93,10 +98,8 @@ def _subject(old: Reading, new: Reading) -> tuple[set[str], set[str]] | None:
     """The subject's anchor keys in the old and the new sentence: one shared name, or one old name the new
     sentence writes in parts ("kittiwake x5" / "kittiwake" ... "x5")."""
     shared = {a.key for a in old.anchors if a.kind == "name"} & {a.key for a in new.anchors if a.kind == "name"}
-    if len(shared) == 1:
+    if shared:  # several shared names: the others are the subject's setting ("X's GP", "X sings in Y's choir")
         return shared, shared
-    if shared:
-        return None
     for a in old.anchors:
         parts = {b.key for b in new.anchors if b.kind == "name" and set(b.key.split()) < set(a.key.split())}
         if len(parts) > 1 and set(" ".join(parts).split()) == set(a.key.split()):
@@ -134,37 +137,93 @@ def compare(old_text: str, new_text: str) -> Same | None:
     """The same subject and one value a side in frames alike: a duplicate (the same value) or a correction (another
     value, with a change said), or a replacement said outright; else None."""
     old, new = _dated(read(old_text, new_text)), _dated(read(new_text, old_text))
+    kin = _one_relative(old, new)
+    if kin:
+        old, new = replace(old, relatives=frozenset()), replace(new, relatives=frozenset())
     if _guarded(old, new, (old_text, new_text)):
         return None
-    replaced = _replacement(old, new, old_text, new_text)
+    replaced = None if kin else _replacement(old, new, old_text, new_text)
     found = _subject(old, new)
     if replaced is not None or found is None or old.event or new.event:
         return replaced
     old_subject, new_subject = found
     was, now = _values(old, old_subject), _values(new, new_subject)
+    if not was and not now and old_subject == new_subject and len(old_subject) > 1:
+        return _all_shared(old, new, old_subject, old_text, new_text)
     if len(was) != 1 or len(now) != 1 or _scoped_apart(old, new, was[0], now[0]):
         return None
     a, b = was[0], now[0]
     old_value, new_value = _spelled(old_text, a), _spelled(new_text, b)
     old_frame, new_frame = _masked(old, old_subject, a), _masked(new, new_subject, b)
     same = same_value(old_value, new_value) or a.key == b.key
-    if not same and (not _comparable(a, b) or not _says_change(old_text, new_text)
-                     or _order(old_frame) != _order(new_frame)):
+    if kin and not same:
+        return None  # another name for the same relative may be a second one (a second daughter)
+    said = same or _says_change(old_text, new_text)
+    if not same and (not _comparable(a, b) or _order(old_frame) != _order(new_frame)):
         return None  # (the cheap tests first: the frames' embeddings cost a model call each when new)
     similarity = _frame_similarity(_unchanged(old_frame), _unchanged(new_frame))
     subject = next(x for x in new.anchors if x.key in new_subject)
     why = f"one subject, one value, frames alike (masked similarity {similarity:.2f})"
-    least = TELLING_FRAME if _telling(old_value) and _telling(new_value) else DUPLICATE_FRAME if same else CHANGED_FRAME
-    if similarity < least:
+    least = TELLING_FRAME if _telling(old_value) and _telling(new_value) else DUPLICATE_FRAME if same \
+        else CHANGED_FRAME if said else QUIET_FRAME
+    if same and similarity < least:  # the same value in frames put otherwise: one attribute read in both will do
+        attribute = _one_attribute(old_frame, new_frame, a.kind)
+        if attribute is None:
+            return None
+        why = f"one subject, one value, both {attribute} (masked similarity {similarity:.2f})"
+    elif similarity < least:
         return None
     if same:
         return Same("duplicate", _spelled(new_text, subject), "", old_value, new_value, why)
     if _two_attributes(old_frame, new_frame, a.kind):
         return None
+    if not said:  # no word of change: only where one value at a time is all the attribute holds
+        attribute = _one_attribute(old_frame, new_frame, a.kind)
+        if attribute is None or len(old_subject) > 1 or set(a.key.split()) & set(b.key.split()) \
+                or _order(old_frame) != 1:
+            return None  # (a setting may scope the value: "a fan of Arsenal in London"; "Halcyon Labs": a sister;
+            # the shared name after the other may be the value: "Ines drives a Mazda 3" / "Ravi drives a Mazda 3")
+        return Same("contradiction_fork", _spelled(new_text, subject), "", old_value, new_value,
+                    f"{why}, both {attribute} (one value at a time)")
     return Same("contradiction_fork", _spelled(new_text, subject), "", old_value, new_value, why + ", a change said")
 
 
+def _one_attribute(old_frame: str, new_frame: str, kind: str) -> str | None:
+    """The attribute the classifier, sure of both frames, reads in both, when it holds one value at a time (a
+    home city, a CFO, a birthday; not languages, offices, employees: "Y works at X" reads as X's employees)."""
+    was, now = classify_frame(old_frame, kind).attribute, classify_frame(new_frame, kind).attribute
+    return was.name if was is not None and was is now and not was.multi else None
+
+
 _NOW = re.compile(r"\b(?:now|these days|nowadays|anymore|any more|currently|since)\b")
+
+
+def _all_shared(old: Reading, new: Reading, shared: set[str], old_text: str, new_text: str) -> Same | None:
+    """Every name of one sentence is in the other ("X's daughter is called Y" / "X has a daughter named Y"): a
+    duplicate when, with some one of them as the value, the frames are alike."""
+    best: tuple[float, Anchor, Anchor] | None = None
+    for a in old.anchors:
+        b = next(x for x in new.anchors if x.key == a.key)
+        rest = shared - {a.key}
+        old_frame, new_frame = _masked(old, rest, a), _masked(new, rest, b)
+        if _scoped_apart(old, new, a, b) or _order(old_frame) != _order(new_frame):
+            continue  # (in another order the two names may have swapped roles: "A reports to B" / "B ... to A")
+        similarity = _frame_similarity(_unchanged(old_frame), _unchanged(new_frame))
+        if best is None or similarity > best[0]:
+            best = similarity, a, b
+    if best is None or best[0] < DUPLICATE_FRAME:
+        return None
+    similarity, a, b = best
+    subject = next(x for x in new.anchors if x.key != b.key)
+    return Same("duplicate", _spelled(new_text, subject), "", _spelled(old_text, a), _spelled(new_text, b),
+                f"the same names, one as the value, frames alike (masked similarity {similarity:.2f})")
+
+
+def _one_relative(old: Reading, new: Reading) -> bool:
+    """Do both sentences name the same relatives ("X's daughter is called Y" / "X has a daughter named Y")? Then the
+    relative is the relation, not someone else who holds the fact."""
+    relatives = {stem(w) for w in old.relatives | new.relatives}
+    return bool(relatives) and relatives <= set(old.words) & set(new.words)
 
 
 def _unchanged(frame: str) -> str:
@@ -181,11 +240,23 @@ def _order(frame: str) -> int:
 def _scoped_apart(old: Reading, new: Reading, a: Anchor, b: Anchor) -> bool:
     """Values that hold at other times or on other lines are both true: "on weekdays" / "on Sundays", a date said
     on one side only or another date, "office line" / "phone number"."""
-    when_old = {x.key for x in old.anchors if x.kind == "date" and x is not a}
-    when_new = {x.key for x in new.anchors if x.kind == "date" and x is not b}
+    when_old = {day(x.key) for x in old.anchors if x.kind == "date" and x is not a}
+    when_new = {day(x.key) for x in new.anchors if x.kind == "date" and x is not b}
     if when_old != when_new or _periods(old) != _periods(new):
         return True
+    years_old, years_new = _years(old, a), _years(new, b)
+    if years_old and years_new and years_old != years_new:
+        return True  # "2024 revenue" / "2025 revenue": two years, two facts
     return (_LINE_WORDS & set(old.words)) != (_LINE_WORDS & set(new.words))
+
+
+def day(key: str) -> str:
+    """"saturdays" and "saturday" say one day ("trains on Saturdays" / "Saturday sessions")."""
+    return key[:-1] if key.endswith("days") else key
+
+
+def _years(r: Reading, value: Anchor) -> set[str]:
+    return {x.key for x in r.anchors if x is not value and re.fullmatch(r"(?:19|20)\d\d", x.key)}
 
 
 def _two_attributes(old_frame: str, new_frame: str, kind: str) -> bool:
@@ -289,7 +360,9 @@ def refines(old_text: str, new_text: str) -> bool:
         return False
     if _says_change(old_text, new_text, verbs_only=True):
         return False  # "... at 3pm was moved to 4pm": a change said outright is not more detail
-    if not {a.key for a in old.anchors} <= {a.key for a in new.anchors} or not set(old.words) <= set(new.words):
+    new_keys = [set(a.key.split()) for a in new.anchors]  # "Hassan" is in "Leila Hassan": said more fully
+    if not all(any(set(a.key.split()) <= k for k in new_keys) for a in old.anchors) \
+            or not set(old.words) <= set(new.words):
         return False
     if {stem(w) for w in new.relatives | old.relatives} - set(old.words):
         return False  # "X works at Y" -> "X's husband works at Y": about someone else

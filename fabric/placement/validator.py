@@ -130,7 +130,7 @@ def pregate(write: IncomingWrite, candidates: Sequence[Candidate], *, near_simil
         if normalise(c.content) == norm and same_value and write.valid_from >= c.valid_from:
             return Decision("duplicate", c.id, "exact repeat of an existing memory", 1.0, "pregate")
     if not any(c.key_match for c in candidates) and all(c.similarity < near_similarity for c in candidates) \
-            and not any(states_same_attribute(write, c) for c in candidates):
+            and not any(states_same_attribute(write, c) or refined(write, c) for c in candidates):
         best = max((c.similarity for c in candidates), default=0.0)
         decision = Decision("new_branch", None, f"nothing near (best similarity {best:.2f} < {near_similarity})",
                             1.0, "pregate")
@@ -138,6 +138,14 @@ def pregate(write: IncomingWrite, candidates: Sequence[Candidate], *, near_simil
 
         return with_text_keys(write, decision, ())
     return None
+
+
+def refined(write: IncomingWrite, c: Candidate) -> bool:
+    """Does a text-only write say all a neighbour says and more, however far apart their embeddings ("I have a
+    dog." / "My dog is a three-year-old collie called Pip.": samefact.refines)?"""
+    from .samefact import refines
+
+    return not write.keyed and refines(c.content, write.content)
 
 
 def states_same_attribute(write: IncomingWrite, c: Candidate) -> bool:

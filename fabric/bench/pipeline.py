@@ -356,12 +356,13 @@ def kill_campaign(server_url: str, redis_url: str, *, writes: int = 1000, kills:
                 for k, start in enumerate(range(0, len(batch), per_round)):
                     fab.write_many(batch[start:start + per_round])
                     # Let placement progress between kills (a worker needs seconds to start): wait up to
-                    # 10 s for a write to settle. The victim: the first worker seen running a job (within
-                    # 5 s), killed 0-300 ms into it so some of its chunks may have committed; else a random one.
+                    # 10 s for a write to settle. The victim: the first worker seen running a job (within 15 s: a
+                    # replacement started under load takes that long to take a job), killed 0-300 ms into it so
+                    # some of its chunks may have committed; else a random one.
                     before, deadline = settled(), time.monotonic() + 10
                     while settled() == before and time.monotonic() < deadline:
                         time.sleep(0.05)
-                    deadline, victim = time.monotonic() + 5, None
+                    deadline, victim = time.monotonic() + 15, None
                     while victim is None and time.monotonic() < deadline:
                         victim = next((int(i) for i in rng.permutation(len(procs))
                                        if procs[i].poll() is None and _busy(rd, names[i])), None)

@@ -277,6 +277,8 @@ _ORG_SIZE_SQL = ("SELECT CASE WHEN to_regclass(%(own)s) IS NULL THEN count(*) EL
 
 def _org_size_params(org: str) -> dict[str, Any]:
     return {"org": org, "limit": SMALL_ORG + 1, "own": "fabric." + org_index_name("current_embeddings", org)}
+
+
 # (database, org) -> (its memories counted up to SMALL_ORG + 1, when they were counted: time.monotonic())
 _org_sizes: dict[tuple[str, str], tuple[int, float]] = {}
 

@@ -36,7 +36,7 @@ from functools import lru_cache
 from difflib import SequenceMatcher
 from typing import Any, Sequence
 
-from . import attributes, samefact
+from . import attributes, restate, samefact
 from .align import RELATIVES, Aligned, canonical, clauses, compare_aligned, read, relation_similarity, single_key
 from .attributes import unread
 from .keys import borrow_key, note_key, plain_key, same_attribute, title_key
@@ -252,6 +252,8 @@ class RuleValidator:
         Skoda Octavia" is the same car, in more words, not another one (a title so lengthened is a promotion:
         "Product Manager" -> "Group Product Manager")."""
         verdict, stated = self._read(c, write)
+        if verdict == "duplicate" and restate.one_word_swapped(c.content, write.content):
+            return "unknown", None  # "sings alto" / "sings soprano": another value or attribute, never a repeat
         if verdict == "contradiction_fork" and stated is not None and not stated.negated \
                 and stated.relation != "job_title" and fuller_value(stated.old_value, stated.new_value):
             return "child_update", replace(stated, how=f"{stated.how}; the old value said more fully")
@@ -297,6 +299,12 @@ class RuleValidator:
             if verdict == "duplicate" and adds_detail(c.content, write.content):
                 verdict = "child_update"  # ", for its soundtrack": one detail word, in a clause of its own
             return verdict, Statement.from_facts(old, new)
+        if verdict == "unknown":  # the same content in other words, or all of it and more (restate.py)
+            restated = restate.restatement(c.content, write.content)
+            if restated is not None:
+                return ("duplicate" if restated == "duplicate" else "child_update"), Statement(
+                    aligned.subject, aligned.relation, aligned.old_value, aligned.new_value,
+                    f"the same content{'' if restated == 'duplicate' else ', and more'} in other words", False)
         if verdict == "unknown" and unread(aligned):  # no shared relation read, no reason seen to separate
             same = attributes.compare(c.content, write.content)
             if same is not None:

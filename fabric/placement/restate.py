@@ -1,0 +1,170 @@
+"""The same content in other words: a fact restated with nothing added is a duplicate, with more said a refinement.
+
+Where no relation reading settles two sentences ("User's shoe size is UK 9." / "I take a size 9 in shoes (UK
+sizing)", "My locker at the Westgate pool is number 12." / "pool locker: #12 (Westgate)"), compare what they
+hold rather than how they say it: a bag of names, numbers, times, days and content-word stems, written one way
+(align.canonical: the user for "I" / "my", clock times, number words), with function words, light verbs ("take",
+"offer"), symbols ("#", ":", brackets) and fillers ("number 12") left out, and a few abbreviations and
+attribute words put one way ("O-neg", "Mon-Fri", "hours" / "open").
+
+- the same bag                                      -> duplicate
+- the old bag and more, about the same subject      -> refinement ("takes the train to work" -> "commutes by
+  train, usually the 07:42 from Didcot")
+
+Guards (no verdict): a negation, a question, a hypothetical, a relative, "also" / "another", the past on one
+side, a change said; two names in another order (a role swap: "A manages B" / "B manages A"); for a refinement,
+another subject first or an old name said longer ("Velto" -> "Velto Labs": another company). Another value,
+date, period or twin changes the bag. Deterministic, no model: a set comparison per pair."""
+
+from __future__ import annotations
+
+import re
+from difflib import SequenceMatcher
+from functools import lru_cache
+
+from .align import _STOP, Reading, _told_as_past, canonical, read, stem, word_key
+from .attributes import _HYPOTHETICAL
+from .samefact import _says_change, day, phone_digits
+from .validator import words
+
+# Abbreviations, written out before stems are taken.
+_ABBREVIATIONS = {"neg": "negative", "pos": "positive", "hrs": "hours", "hr": "hour", "mins": "minutes",
+                  "min": "minute", "yrs": "years", "yr": "year", "wk": "week", "wks": "weeks", "mgr": "manager",
+                  "dept": "department", "appt": "appointment", "tel": "phone", "mob": "mobile", "addr": "address",
+                  "bday": "birthday", "hq": "headquarters", "approx": "about", "no": "number"}
+# Verbs that carry no attribute of their own ("takes a size 9", "offers a free plan" = "has a free plan").
+_LIGHT = frozenset("take takes took taking taken get gets got getting offer offers offered offering provide provides "
+                   "provided providing keep keeps kept store stores stored wear wears wore worn wearing".split())
+# Words that say nothing beyond the value beside them: the user (as the subject, where the other side names
+# none), "number 12", "about 3k", "closing time" (a time says it), the words of a note ("mine").
+_FILLER = frozenset("user number mine about around roughly approximately time date".split())
+# Attribute words of one meaning, by stem: "opening hours" / "is open".
+_SAME_STEM = {"hour": "open", "sizing": "siz", "commut": "commut"}
+_DAY_RANGE = re.compile(r"\b(?:mon(?:day)?)\s*(?:-|–|to|through|thru|until)\s*fri(?:day)?\b|\bweekdays?\b",
+                        re.IGNORECASE)
+_WEEKEND = re.compile(r"\b(?:sat(?:urday)?)\s*(?:-|–|and|&|to)\s*sun(?:day)?\b|\bweekends?\b", re.IGNORECASE)
+# Going to work by some means is commuting: "takes the train to work" / "commutes by train".
+_TO_WORK = re.compile(r"\b(goes|go|going|gets|get|getting|travels?|travelling|traveling|takes?|taking|rides?|riding"
+                      r"|cycles?|cycling|bikes?|biking|walks?|walking|drives?|driving)\b(.{0,40}?)\bto work\b",
+                      re.IGNORECASE)
+_MEANS = {"cycl": "bike", "bik": "bike", "walk": "foot", "driv": "car"}
+_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?\d[\d-]{5,}\d|\d\d:\d\d|\d+(?:[.,]\d+)*|[a-z][a-z'-]*")
+_QUESTION = re.compile(r"\?\s*$|^\s*(?:does|do|did|is|are|should|shall|can|could|would|will|has|have)\b",
+                       re.IGNORECASE)
+
+
+@lru_cache(maxsize=8192)
+def content(text: str) -> frozenset[str]:
+    """The sentence's content, written one way: names, numbers, times, days and content-word stems."""
+    return frozenset(w for w in _in_order(text) if w != "user")
+
+
+@lru_cache(maxsize=8192)
+def _in_order(text: str) -> tuple[str, ...]:
+    """The content words in the order the sentence says them, the user among them."""
+    out: list[str] = []
+    for token in _TOKEN.findall(_normalised(text).lower()):
+        out += _keys(token)
+    return tuple(dict.fromkeys(out))
+
+
+def _normalised(text: str) -> str:
+    t = canonical(text)
+    t = _TO_WORK.sub(lambda m: f"commutes {_MEANS.get(stem(m.group(1)), '')} {m.group(2)}", t)
+    t = _DAY_RANGE.sub(" weekday ", t)
+    return _WEEKEND.sub(" weekend ", t)
+
+
+def _keys(token: str) -> list[str]:
+    """One token's compared forms: an e-mail as written, a phone number's digits, a number, or word stems."""
+    token = token.strip("'-").removesuffix("'s").removesuffix("'")
+    if "@" in token:
+        return [token]
+    if token[:1] in set("+0123456789"):
+        digits = phone_digits(token) if "-" in token else None
+        return [digits] if digits else [p for p in token.split("-") if p]
+    out = []
+    for part in token.split("-"):
+        for word in _ABBREVIATIONS.get(part, part).split():
+            if word == "user" or word not in _STOP and word not in _LIGHT and word not in _FILLER \
+                    and (len(word) > 1 or word.isalpha()):
+                key = word_key(word)
+                out.append(day(_SAME_STEM.get(key, key)))
+    return out
+
+
+def restatement(old_text: str, new_text: str) -> str | None:
+    """"duplicate" when the new sentence holds the old one's content and no more, "refinement" when it holds all of
+    it and more about the same subject; None when the two differ otherwise or a guard keeps them apart."""
+    if _kept_apart(old_text, new_text):
+        return None
+    was, now = content(old_text), content(new_text)
+    if not was or not was <= now:
+        return None
+    old, new = read(old_text, new_text), read(new_text, old_text)
+    shared = set(_names_in_order(old)) & set(_names_in_order(new))
+    if _names_in_order(old, shared) != _names_in_order(new, shared):
+        return None  # a role swap: "A manages B" / "B manages A"
+    if was == now:
+        return "duplicate"
+    old_names = {a.key for a in old.anchors if a.kind == "name"}
+    new_names = {a.key for a in new.anchors if a.kind == "name"}
+    if not old_names <= new_names or _in_order(new_text)[0] not in _in_order(old_text) \
+            or _part_of(new_text, was):
+        return None  # an old name said longer ("Velto" / "Velto Labs"), another subject first, a part of it
+    added = now - was
+    if len(added) < 2 and not any(w[:1].isdigit() or w in new_names for w in added):
+        return None  # one more word may only say the attribute ("closing time", "in the morning")
+    return "refinement"
+
+
+def _kept_apart(old_text: str, new_text: str) -> bool:
+    """A reason no likeness of content overrules: a negation, a question, a hypothetical, a relative, "also", the
+    past on one side only, a change said."""
+    old, new = read(old_text, new_text), read(new_text, old_text)
+    return (old.negated != new.negated or new.also or bool(old.relatives ^ new.relatives)
+            or any(_QUESTION.search(t) or _HYPOTHETICAL.search(t) for t in (old_text, new_text))
+            or _told_as_past(old.text) != _told_as_past(new.text) or _tense(old.text) != _tense(new.text)
+            or _says_change(old_text, new_text))
+
+
+_PAST = re.compile(r"\b(?:was|were|had|did|until|ago|used to)\b")
+
+
+def _tense(text: str) -> bool:
+    """Told in the past ("lived in Harrogate until 2019"): a past verb or a word that ends a period."""
+    return _PAST.search(text) is not None or re.search(r"\b(?:lived|worked|played|stayed|owned|managed)\b",
+                                                       text) is not None
+
+
+def _names_in_order(r: Reading, keep: set[str] | None = None) -> list[str]:
+    """The words of the names (the user among them), in the order the sentence says them, each once."""
+    seen: list[str] = []
+    for a in r.anchors:
+        if a.kind != "name":
+            continue
+        for w in a.key.split():
+            if w not in seen and (keep is None or w in keep):
+                seen.append(w)
+    return seen
+
+
+_POSSESSIVE = re.compile(r"(?:'s|s')\s+([\w-]+)")
+
+
+def _part_of(new_text: str, was: frozenset[str]) -> bool:
+    """Does the new sentence say something of a part or holder the old one does not name ("Haddon Ltd's Leeds
+    branch" beside "Haddon Ltd")?"""
+    return any(not set(_keys(m.group(1).lower())) <= was | {"user"}
+               for m in _POSSESSIVE.finditer(_normalised(new_text)))
+
+
+def one_word_swapped(old_text: str, new_text: str) -> bool:
+    """Are the two sentences one sentence with one content word swapped for another ("sings alto" / "sings
+    soprano", "shoe size" / "dress size")? Then they say another value or another attribute, never the same."""
+    old, new = words(old_text), words(new_text)
+    ops = [op for op in SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "replace" or ops[0][2] - ops[0][1] != 1 or ops[0][4] - ops[0][3] != 1:
+        return False
+    was, now = old[ops[0][1]], new[ops[0][3]]
+    return was.isalpha() and now.isalpha() and _keys(was) != _keys(now) and bool(_keys(was)) and bool(_keys(now))

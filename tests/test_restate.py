@@ -1,0 +1,87 @@
+"""The same content in other words (fabric/placement/restate.py): a fact restated with the same names, numbers,
+times and content words after normalisation is a duplicate; one that says all of it and more about the same
+subject is a refinement; and the traps that must stay apart (role swaps, twins, another date, another value, a
+negation, a relative, a question). Sentences written for this file."""
+
+from __future__ import annotations
+
+import pytest
+
+from fabric.placement.restate import restatement
+from tests.fix_placement import decide
+
+# (first write, later write): the same content, other words.
+SAME = [
+    ("My bike is stored in rack 7 at the Hollis Street garage.", "bike rack: #7 (Hollis Street garage)"),
+    ("The Dunmore library is open 9:00-17:00 on weekdays.", "Dunmore library hours: 9am to 5pm, Mon-Fri"),
+    ("User's ring size is EU 54.", "I take a size 54 in rings (EU sizing)"),
+    ("Koa's blood group is A positive.", "Koa: A-pos (blood group)"),
+    ("I have a season ticket for Ashby Town.", "season ticket - Ashby Town (mine)"),
+    ("Bellway Gym offers a sauna.", "Bellway Gym has a sauna."),
+    ("Our wifi password is heron42.", "wifi password: heron42"),
+]
+
+# (first write, later write): the same subject and attribute, with more said.
+MORE = [
+    ("User cycles to work.", "User rides a bike to work, along the canal path from Jericho to Osney."),
+    ("Tallis Bank offers a savings account.", "Tallis Bank's savings account pays 4.1% on balances up to 5,000."),
+    ("User goes to work by bus.", "User commutes by bus, usually the number 35 from Headington."),
+]
+
+# (first write, later write): must not be read as the same fact, nor as more of it.
+APART = [
+    ("Ines Moreau manages Pablo Ruiz.", "Pablo Ruiz manages Ines Moreau."),
+    ("Lena Vogt plays cello in the Eastfield orchestra.", "Lina Vogt plays cello in the Eastfield orchestra."),
+    ("The Dunmore library is open 9:00-17:00 on weekdays.", "The Dunmore library is open 10:00-16:00 on Saturdays."),
+    ("User's ring size is EU 54.", "User's ring size is EU 56."),
+    ("User eats fish.", "User doesn't eat fish."),
+    ("Tobias Hahn lives in Graz.", "Tobias Hahn's sister lives in Graz with her husband."),
+    ("User goes to work by bus.", "Should I go to work by bus?"),
+    ("User lives in Harrogate.", "User lived in Harrogate until 2019."),
+    ("Quarry Labs' support contact is Ivo Bell.", "Quarry Labs Europe's support contact is Ivo Bell."),
+    ("My locker is number 12.", "My locker at the office is number 21."),
+    ("The Rialto cinema opens at 10:00 on Sundays.", "The Rialto cinema opens at 10:00 on Mondays."),
+    ("User's shoe size is UK 9.", "User's dress size is UK 9."),
+    ("User plays chess.", "Mira plays chess with User on Tuesdays."),
+    ("Bellway Gym offers a sauna.", "Bellway Gym also offers a steam room."),
+    ("The Ardent team's standup is at 09:30.", "The Ardent team's standup was moved to 10:00."),
+    ("User has a cat.", "User might get a second cat next spring."),
+    ("Haddon Ltd was founded in 2009.", "Haddon Ltd's Leeds branch was founded in 2009."),
+]
+
+
+@pytest.mark.parametrize("old,new", SAME)
+def test_the_same_content_is_a_duplicate(old, new):
+    assert restatement(old, new) == "duplicate"
+
+
+@pytest.mark.parametrize("old,new", MORE)
+def test_more_content_about_the_same_is_a_refinement(old, new):
+    assert restatement(old, new) == "refinement"
+
+
+@pytest.mark.parametrize("old,new", APART)
+def test_traps_stay_apart(old, new):
+    assert restatement(old, new) is None
+
+
+def test_a_refinement_is_not_a_duplicate_the_other_way():
+    """Less than the old sentence says is no refinement of it."""
+    old, new = MORE[1]
+    assert restatement(new, old) is None
+
+
+@pytest.mark.parametrize("old,new,kind", [
+    (SAME[0][0], SAME[0][1], "duplicate"), (SAME[1][0], SAME[1][1], "duplicate"),
+    (SAME[3][0], SAME[3][1], "duplicate"), (MORE[1][0], MORE[1][1], "child_update"),
+    (MORE[0][0], MORE[0][1], "child_update"),
+])
+def test_the_rule_validator_places_restatements(rules, embedder, old, new, kind):
+    decision, target = decide(rules, embedder, old, new, pregated=True)
+    assert (decision.kind, target) == (kind, old)
+
+
+@pytest.mark.parametrize("old,new", APART[:6] + APART[8:9] + APART[11:12])
+def test_the_rule_validator_keeps_traps_apart(rules, embedder, old, new):
+    decision, _ = decide(rules, embedder, old, new, pregated=True)
+    assert decision.kind not in ("duplicate", "child_update")

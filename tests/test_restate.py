@@ -19,6 +19,17 @@ SAME = [
     ("I have a season ticket for Ashby Town.", "season ticket - Ashby Town (mine)"),
     ("Bellway Gym offers a sauna.", "Bellway Gym has a sauna."),
     ("Our wifi password is heron42.", "wifi password: heron42"),
+    ("My passport expires on 3 March 2029.", "passport expiry: 03/03/2029"),
+    ("The gym closes at 10pm on Fridays.", "Fri: gym shuts 22:00"),
+    ("User works from home on Mondays and Fridays.", "WFH Mon + Fri"),
+    ("Ada Brennan's birthday is 12 May.", "Ada Brennan was born on 12 May."),
+    ("The Wi-Fi network is called Heron-5G.", "wifi network: Heron-5G"),
+    ("User's favorite color is teal.", "fave colour: teal"),
+    ("The Fenwick branch is located at 22 Mill Rd.", "Fenwick branch: 22 Mill Road"),
+    ("User has two cats.", "I've got 2 cats"),
+    # a note leaves a word out: it says less, nothing else
+    ("User's mortgage rate is 4.2%.", "mortgage: 4.2 per cent"),
+    ("The Harbour St car park costs £3 an hour.", "Harbour St car park: £3/hr"),
 ]
 
 # (first write, later write): the same subject and attribute, with more said.
@@ -47,6 +58,14 @@ APART = [
     ("The Ardent team's standup is at 09:30.", "The Ardent team's standup was moved to 10:00."),
     ("User has a cat.", "User might get a second cat next spring."),
     ("Haddon Ltd was founded in 2009.", "Haddon Ltd's Leeds branch was founded in 2009."),
+    ("Ada Lund's manager is Ben Ortiz.", "Ada Lund manages Ben Ortiz."),
+    ("Ada Lund's locker is number 12.", "locker: #12"),
+    ("The gym closes at 10pm on Fridays.", "The gym closes at 10pm on Saturdays."),
+    ("User works from home on Mondays.", "User's partner works from home on Mondays."),
+    ("User has two cats.", "User had two cats."),
+    ("Acme is based in Leeds.", "Acme was based in Leeds."),
+    ("User's mortgage rate is 4.2%.", "User's savings rate is 4.2%."),
+    ("User's mortgage rate is 4.2%.", "mortgage: 4.5%"),
 ]
 
 

@@ -24,6 +24,7 @@ from functools import lru_cache
 
 from .align import _STOP, Reading, _told_as_past, canonical, read, stem, word_key
 from .attributes import _HYPOTHETICAL
+from .facts import _CURRENCIES, number_key
 from .samefact import _says_change, day, phone_digits
 from .validator import words
 
@@ -31,15 +32,19 @@ from .validator import words
 _ABBREVIATIONS = {"neg": "negative", "pos": "positive", "hrs": "hours", "hr": "hour", "mins": "minutes",
                   "min": "minute", "yrs": "years", "yr": "year", "wk": "week", "wks": "weeks", "mgr": "manager",
                   "dept": "department", "appt": "appointment", "tel": "phone", "mob": "mobile", "addr": "address",
-                  "bday": "birthday", "hq": "headquarters", "approx": "about", "no": "number"}
+                  "bday": "birthday", "hq": "headquarters", "approx": "about", "no": "number", "rd": "road",
+                  "ave": "avenue", "wfh": "work from home", "dob": "birthday", "color": "colour",
+                  "favorite": "favourite"}
 # Verbs that carry no attribute of their own ("takes a size 9", "offers a free plan" = "has a free plan").
 _LIGHT = frozenset("take takes took taking taken get gets got getting offer offers offered offering provide provides "
-                   "provided providing keep keeps kept store stores stored wear wears wore worn wearing".split())
+                   "provided providing keep keeps kept store stores stored wear wears wore worn wearing use uses using"
+                   .split())
 # Words that say nothing beyond the value beside them: the user (as the subject, where the other side names
 # none), "number 12", "about 3k", "closing time" (a time says it), the words of a note ("mine").
-_FILLER = frozenset("user number mine about around roughly approximately time date".split())
+_FILLER = frozenset("user number mine about around roughly approximately time date called named located based "
+                    "situated currently".split())
 # Attribute words of one meaning, by stem: "opening hours" / "is open".
-_SAME_STEM = {"hour": "open", "sizing": "siz", "commut": "commut"}
+_SAME_STEM = {"hour": "open", "birthda": "born", "birth": "born"}
 _DAY_RANGE = re.compile(r"\b(?:mon(?:day)?)\s*(?:-|–|to|through|thru|until)\s*fri(?:day)?\b|\bweekdays?\b",
                         re.IGNORECASE)
 _WEEKEND = re.compile(r"\b(?:sat(?:urday)?)\s*(?:-|–|and|&|to)\s*sun(?:day)?\b|\bweekends?\b", re.IGNORECASE)
@@ -48,7 +53,15 @@ _TO_WORK = re.compile(r"\b(goes|go|going|gets|get|getting|travels?|travelling|tr
                       r"|cycles?|cycling|bikes?|biking|walks?|walking|drives?|driving)\b(.{0,40}?)\bto work\b",
                       re.IGNORECASE)
 _MEANS = {"cycl": "bike", "bik": "bike", "walk": "foot", "driv": "car"}
-_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?\d[\d-]{5,}\d|\d\d:\d\d|\d+(?:[.,]\d+)*|[a-z][a-z'-]*")
+_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?\d[\d-]{5,}\d|\d\d:\d\d|\d+(?:[.,]\d+)*(?:k|m|bn)?\b%?"
+                    r"|[a-z][a-z'-]*")
+# Days written short in notes ("Fri: 22:00", "Mon + Wed"): capitalised only ("sat on the board" is no day).
+_SHORT_DAY = re.compile(r"\b(Mon|Tue|Tues|Wed|Thu|Thur|Thurs|Fri|Sat|Sun)\b\.?")
+_DAY_NAME = {"Mon": "Monday", "Tue": "Tuesday", "Tues": "Tuesday", "Wed": "Wednesday", "Thu": "Thursday",
+             "Thur": "Thursday", "Thurs": "Thursday", "Fri": "Friday", "Sat": "Saturday", "Sun": "Sunday"}
+_NUMERIC_DATE = re.compile(r"\b(\d{1,2})[/.](\d{1,2})[/.](\d{4})\b")  # day first, as the UK writes it
+_PER_HOUR = re.compile(r"\s*/\s*(?:hr|hour)\b|\s+(?:per|an|a)\s+hour\b", re.IGNORECASE)
+_MONTHS = "January February March April May June July August September October November December".split()
 _QUESTION = re.compile(r"\?\s*$|^\s*(?:does|do|did|is|are|should|shall|can|could|would|will|has|have)\b",
                        re.IGNORECASE)
 
@@ -69,10 +82,18 @@ def _in_order(text: str) -> tuple[str, ...]:
 
 
 def _normalised(text: str) -> str:
-    t = canonical(text)
+    t = _NUMERIC_DATE.sub(_date, _SHORT_DAY.sub(lambda m: _DAY_NAME[m.group(1)], text))
+    t = canonical(_PER_HOUR.sub(" perhour", t))
+    for code, pattern in _CURRENCIES:
+        t = re.sub(pattern, f" {code} ", t, flags=re.IGNORECASE)
     t = _TO_WORK.sub(lambda m: f"commutes {_MEANS.get(stem(m.group(1)), '')} {m.group(2)}", t)
     t = _DAY_RANGE.sub(" weekday ", t)
     return _WEEKEND.sub(" weekend ", t)
+
+
+def _date(m: re.Match[str]) -> str:
+    d, mo = int(m.group(1)), int(m.group(2))
+    return f"{d} {_MONTHS[mo - 1]} {m.group(3)}" if 1 <= mo <= 12 and 1 <= d <= 31 else m.group()
 
 
 def _keys(token: str) -> list[str]:
@@ -82,9 +103,12 @@ def _keys(token: str) -> list[str]:
         return [token]
     if token[:1] in set("+0123456789"):
         digits = phone_digits(token) if "-" in token else None
-        return [digits] if digits else [p for p in token.split("-") if p]
+        return [digits] if digits else [number_key(p) or p for p in token.split("-") if p]
     out = []
-    for part in token.split("-"):
+    parts = token.split("-")
+    if len(parts) > 1 and min(map(len, parts)) <= 2 and not set(parts) & set(_ABBREVIATIONS):
+        parts = ["".join(parts)]  # "wi-fi", "e-mail": one word
+    for part in parts:
         for word in _ABBREVIATIONS.get(part, part).split():
             if word == "user" or word not in _STOP and word not in _LIGHT and word not in _FILLER \
                     and (len(word) > 1 or word.isalpha()):
@@ -99,12 +123,13 @@ def restatement(old_text: str, new_text: str) -> str | None:
     if _kept_apart(old_text, new_text):
         return None
     was, now = content(old_text), content(new_text)
-    if not was or not was <= now:
-        return None
     old, new = read(old_text, new_text), read(new_text, old_text)
-    shared = set(_names_in_order(old)) & set(_names_in_order(new))
-    if _names_in_order(old, shared) != _names_in_order(new, shared):
-        return None  # a role swap: "A manages B" / "B manages A"
+    if not was or not now or _roles_apart(old, new, old_text, new_text):
+        return None
+    if now < was and len(was - now) == 1 and _plain(next(iter(was - now)), old):
+        return "duplicate"  # less said, and only a word a note leaves out ("mortgage rate is 4.2%" / "mortgage: 4.2%")
+    if not was <= now:
+        return None
     if was == now:
         return "duplicate"
     old_names = {a.key for a in old.anchors if a.kind == "name"}
@@ -118,6 +143,35 @@ def restatement(old_text: str, new_text: str) -> str | None:
     return "refinement"
 
 
+def _roles_apart(old: Reading, new: Reading, old_text: str, new_text: str) -> bool:
+    """Names in another order ("A manages B" / "B manages A"), or a role noun of a name on one side and its verb
+    on the other ("Ada's manager is Ben" / "Ada manages Ben")."""
+    shared = set(_names_in_order(old)) & set(_names_in_order(new))
+    if _names_in_order(old, shared) != _names_in_order(new, shared):
+        return True
+    return bool(_roles(old_text) & _verbs(new_text) or _roles(new_text) & _verbs(old_text))
+
+
+_ROLE = re.compile(r"(?:'s|s')\s+(?:[a-z]+\s+)?([a-z]{3,}(?:er|or))\b|\b([a-z]{3,}(?:er|or))\s+(?:of|for|to)\b")
+
+
+def _roles(text: str) -> set[str]:
+    """The stems said as someone's role ("Ada's manager", "the owner of X"), the ending a suffix (not "colour")."""
+    found = (m.group(1) or m.group(2) for m in _ROLE.finditer(_normalised(text).lower()))
+    return {stem(w) for w in found if stem(w) == stem(w[:-2])}
+
+
+def _verbs(text: str) -> set[str]:
+    """The stems said as verbs of a name ("manages", "owned"), not as role nouns."""
+    return {stem(w) for w in re.findall(r"\b[a-z]{3,}(?:s|ed)\b", _normalised(text).lower())
+            if not w.endswith(("ers", "ors", "ss"))}
+
+
+def _plain(key: str, r: Reading) -> bool:
+    """A word, not a name or a figure of the sentence."""
+    return not key[:1].isdigit() and not any(key in a.key.split() or stem(key) in a.key.split() for a in r.anchors)
+
+
 def _kept_apart(old_text: str, new_text: str) -> bool:
     """A reason no likeness of content overrules: a negation, a question, a hypothetical, a relative, "also", the
     past on one side only, a change said."""
@@ -128,7 +182,7 @@ def _kept_apart(old_text: str, new_text: str) -> bool:
             or _says_change(old_text, new_text))
 
 
-_PAST = re.compile(r"\b(?:was|were|had|did|until|ago|used to)\b")
+_PAST = re.compile(r"\b(?:had|did|until|ago|used to)\b|\b(?:was|were)\b(?!\s+born\b)")  # ("was born": no past state)
 
 
 def _tense(text: str) -> bool:

@@ -66,6 +66,7 @@ APART = [
     ("Acme is based in Leeds.", "Acme was based in Leeds."),
     ("User's mortgage rate is 4.2%.", "User's savings rate is 4.2%."),
     ("User's mortgage rate is 4.2%.", "mortgage: 4.5%"),
+    ("Oren Vale works at Harrow Bank.", "Oren Vale banks with Harrow Bank."),  # a verb that is a word of a name
 ]
 
 
@@ -77,6 +78,14 @@ def test_the_same_content_is_a_duplicate(old, new):
 @pytest.mark.parametrize("old,new", MORE)
 def test_more_content_about_the_same_is_a_refinement(old, new):
     assert restatement(old, new) == "refinement"
+
+
+# Pairs the rule validator once took for repeats: one word swapped, or a count of something else.
+NOT_REPEATS = [
+    ("My sister Ana lives in Porto.", "My cousin Ana lives in Porto."),
+    ("Vantage Cycles has 85 employees.", "Vantage Cycles has 85 stores."),
+    ("User's shoe size is UK 9.", "User's dress size is UK 9."),
+]
 
 
 @pytest.mark.parametrize("old,new", APART)
@@ -91,6 +100,8 @@ def test_a_refinement_is_not_a_duplicate_the_other_way():
 
 
 @pytest.mark.parametrize("old,new,kind", [
+    ("I drive a blue Honda Jazz.", "my car's a blue Honda Jazz", "duplicate"),  # the lexicon reads two subjects
+    ("My sister Ana lives in Porto.", "Ana (my sister) lives in Porto", "duplicate"),
     (SAME[0][0], SAME[0][1], "duplicate"), (SAME[1][0], SAME[1][1], "duplicate"),
     (SAME[3][0], SAME[3][1], "duplicate"), (MORE[1][0], MORE[1][1], "child_update"),
     (MORE[0][0], MORE[0][1], "child_update"),
@@ -100,7 +111,7 @@ def test_the_rule_validator_places_restatements(rules, embedder, old, new, kind)
     assert (decision.kind, target) == (kind, old)
 
 
-@pytest.mark.parametrize("old,new", APART[:6] + APART[8:9] + APART[11:12])
+@pytest.mark.parametrize("old,new", APART[:6] + APART[8:9] + APART[11:12] + NOT_REPEATS)
 def test_the_rule_validator_keeps_traps_apart(rules, embedder, old, new):
     decision, _ = decide(rules, embedder, old, new, pregated=True)
     assert decision.kind not in ("duplicate", "child_update")

@@ -37,14 +37,14 @@ _ABBREVIATIONS = {"neg": "negative", "pos": "positive", "hrs": "hours", "hr": "h
                   "favorite": "favourite"}
 # Verbs that carry no attribute of their own ("takes a size 9", "offers a free plan" = "has a free plan").
 _LIGHT = frozenset("take takes took taking taken get gets got getting offer offers offered offering provide provides "
-                   "provided providing keep keeps kept store stores stored wear wears wore worn wearing use uses using"
+                   "provided providing keeps kept stored wear wears wore worn wearing use uses using"
                    .split())
 # Words that say nothing beyond the value beside them: the user (as the subject, where the other side names
 # none), "number 12", "about 3k", "closing time" (a time says it), the words of a note ("mine").
 _FILLER = frozenset("user number mine about around roughly approximately time date called named located based "
                     "situated currently".split())
 # Attribute words of one meaning, by stem: "opening hours" / "is open".
-_SAME_STEM = {"hour": "open", "birthda": "born", "birth": "born"}
+_SAME_STEM = {"hour": "open", "birthda": "born", "birth": "born", "driv": "car"}
 _DAY_RANGE = re.compile(r"\b(?:mon(?:day)?)\s*(?:-|–|to|through|thru|until)\s*fri(?:day)?\b|\bweekdays?\b",
                         re.IGNORECASE)
 _WEEKEND = re.compile(r"\b(?:sat(?:urday)?)\s*(?:-|–|and|&|to)\s*sun(?:day)?\b|\bweekends?\b", re.IGNORECASE)
@@ -79,6 +79,30 @@ def _in_order(text: str) -> tuple[str, ...]:
     for token in _TOKEN.findall(_normalised(text).lower()):
         out += _keys(token)
     return tuple(dict.fromkeys(out))
+
+
+@lru_cache(maxsize=8192)
+def _spelled(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The words said in a name (capitalised, not first) and those said on their own as verbs, maybe."""
+    named: set[str] = set()
+    plain: set[str] = set()
+    for i, m in enumerate(re.finditer(r"[A-Za-z][a-z'-]*", _normalised(text))):
+        word = m.group()
+        if i > 0 and word[0].isupper() and word != "User" and not _CALENDAR.fullmatch(word):
+            named.update(_keys(word.lower()))  # (the user, days and months are capitalised wherever they stand)
+        elif re.fullmatch(r"[a-z]{3,}(?:s|ed|ing)", word):
+            plain.update(_keys(word))  # a verb, maybe
+    return frozenset(named), frozenset(plain)
+
+
+_CALENDAR = re.compile(r"(?i:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|" + "|".join(_MONTHS) + ")")
+
+
+def _verb_in_name(old_text: str, new_text: str) -> bool:
+    """Is a word said on its own on one side only a word of a name on the other ("Ayla works at Corvane Bank" /
+    "Ayla banks with Corvane Bank")? The bag of words holds one "bank" for both."""
+    (old_named, old_plain), (new_named, new_plain) = _spelled(old_text), _spelled(new_text)
+    return bool(old_plain & old_named & (new_named - new_plain) or new_plain & new_named & (old_named - old_plain))
 
 
 def _normalised(text: str) -> str:
@@ -124,7 +148,8 @@ def restatement(old_text: str, new_text: str) -> str | None:
         return None
     was, now = content(old_text), content(new_text)
     old, new = read(old_text, new_text), read(new_text, old_text)
-    if not was or not now or _roles_apart(old, new, old_text, new_text):
+    if not was or not now or _roles_apart(old, new, old_text, new_text) \
+            or _verb_in_name(old_text, new_text):
         return None
     if now < was and len(was - now) == 1 and _plain(next(iter(was - now)), old):
         return "duplicate"  # less said, and only a word a note leaves out ("mortgage rate is 4.2%" / "mortgage: 4.2%")
@@ -147,6 +172,8 @@ def _roles_apart(old: Reading, new: Reading, old_text: str, new_text: str) -> bo
     """Names in another order ("A manages B" / "B manages A"), or a role noun of a name on one side and its verb
     on the other ("Ada's manager is Ben" / "Ada manages Ben")."""
     shared = set(_names_in_order(old)) & set(_names_in_order(new))
+    if old.relatives and old.relatives == new.relatives:
+        shared.discard("user")  # "my sister Ana" / "Ana (my sister)": the user holds the relative, no role
     if _names_in_order(old, shared) != _names_in_order(new, shared):
         return True
     return bool(_roles(old_text) & _verbs(new_text) or _roles(new_text) & _verbs(old_text))

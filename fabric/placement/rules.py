@@ -285,9 +285,11 @@ class RuleValidator:
         verdict = compare(old, new) if new is not None and old is not None else "unknown"
         if verdict == "separate":
             replaced = samefact.compare(c.content, write.content)  # "sold the Cupra and drives a Leaf"
-            if replaced is None or replaced.verdict != "contradiction_fork":
-                return verdict, None
-            return "contradiction_fork", _generic(replaced, "")
+            if replaced is not None and replaced.verdict == "contradiction_fork":
+                return "contradiction_fork", _generic(replaced, "")
+            if new is not None and restate.restatement(c.content, write.content) == "duplicate":
+                return "duplicate", _restated("duplicate", new.subject, new.relation)  # "my car's a Jazz"
+            return verdict, None
         aligned = compare_aligned(c.content, write.content, relation_similarity, c.similarity)
         if verdict != "unknown" and new is not None and old is not None:  # (the lexicon read both)
             if aligned.veto and (verdict == "contradiction_fork" or _POSSESSED_RELATIVE.search(c.content + " " +
@@ -302,9 +304,8 @@ class RuleValidator:
         if verdict == "unknown":  # the same content in other words, or all of it and more (restate.py)
             restated = restate.restatement(c.content, write.content)
             if restated is not None:
-                return ("duplicate" if restated == "duplicate" else "child_update"), Statement(
-                    aligned.subject, aligned.relation, aligned.old_value, aligned.new_value,
-                    f"the same content{'' if restated == 'duplicate' else ', and more'} in other words", False)
+                return ("duplicate" if restated == "duplicate" else "child_update"), _restated(
+                    restated, aligned.subject, aligned.relation)
         if verdict == "unknown" and unread(aligned):  # no shared relation read, no reason seen to separate
             same = attributes.compare(c.content, write.content)
             if same is not None:
@@ -366,7 +367,8 @@ class RuleValidator:
                     value=value if c.subject else None)
             # Otherwise the swapped span is the subject (another fact) or a rewording (maybe a paraphrase).
         if is_paraphrase(c.content, write.content, c.similarity, self.duplicate_similarity) \
-                and not _other_figure(c.content, write.content):
+                and not _other_figure(c.content, write.content) and not restate.one_word_swapped(c.content,
+                                                                                                 write.content):
             return Decision("duplicate", c.id, f"paraphrase (similarity {c.similarity:.2f}, same names and numbers)",
                             0.7, self.name)
         return None
@@ -388,6 +390,12 @@ def fuller_value(old: str, new: str) -> bool:
 
 def _value_words(value: str) -> set[str]:
     return {w for w in normalise(value).split() if w not in _STOP_CAPS}
+
+
+def _restated(kind: str, subject: str, relation: str) -> Statement:
+    """A statement restate.py read: the same content (a duplicate) or all of it and more (a refinement); no key."""
+    return Statement(subject, relation, "", "", f"the same content{'' if kind == 'duplicate' else ', and more'} "
+                     "in other words", False)
 
 
 def _generic(same: attributes.Same, relation: str) -> Statement:

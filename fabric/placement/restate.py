@@ -22,7 +22,7 @@ import re
 from difflib import SequenceMatcher
 from functools import lru_cache
 
-from .align import _STOP, Reading, _told_as_past, canonical, read, stem, word_key
+from .align import _ORDINALS, _STOP, Reading, _told_as_past, canonical, read, stem, word_key
 from .attributes import _HYPOTHETICAL
 from .facts import _CURRENCIES, number_key
 from .samefact import _says_change, day, phone_digits
@@ -53,8 +53,13 @@ _TO_WORK = re.compile(r"\b(goes|go|going|gets|get|getting|travels?|travelling|tr
                       r"|cycles?|cycling|bikes?|biking|walks?|walking|drives?|driving)\b(.{0,40}?)\bto work\b",
                       re.IGNORECASE)
 _MEANS = {"cycl": "bike", "bik": "bike", "walk": "foot", "driv": "car"}
-_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?\d[\d-]{5,}\d|\d\d:\d\d|\d+(?:[.,]\d+)*(?:k|m|bn)?\b%?"
+_TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?\d[\d-]{5,}\d|\d\d:\d\d|\d+(?:st|nd|rd|th)\b"
+                    r"|\d+(?:[.,]\d+)*(?:k|m|bn)?\b%?"
                     r"|[a-z][a-z'-]*")
+# "Rowan St", "Mill Rd" (after a name: "St Jude's" is a saint); months written short before or after a day.
+_STREET = re.compile(r"\b([A-Z][a-z]+) (St|Rd|Ave)\b\.?")
+_SHORT = "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec"
+_SHORT_MONTH = re.compile(rf"\b({_SHORT})\b\.?(?=\s*\d)|(?<=\d )({_SHORT})\b\.?")
 # Days written short in notes ("Fri: 22:00", "Mon + Wed"): capitalised only ("sat on the board" is no day).
 _SHORT_DAY = re.compile(r"\b(Mon|Tue|Tues|Wed|Thu|Thur|Thurs|Fri|Sat|Sun)\b\.?")
 _DAY_NAME = {"Mon": "Monday", "Tue": "Tuesday", "Tues": "Tuesday", "Wed": "Wednesday", "Thu": "Thursday",
@@ -107,6 +112,8 @@ def _verb_in_name(old_text: str, new_text: str) -> bool:
 
 def _normalised(text: str) -> str:
     t = _NUMERIC_DATE.sub(_date, _SHORT_DAY.sub(lambda m: _DAY_NAME[m.group(1)], text))
+    t = _STREET.sub(lambda m: f"{m.group(1)} {dict(St='Street', Rd='Road', Ave='Avenue')[m.group(2)]}", t)
+    t = _SHORT_MONTH.sub(lambda m: next(x for x in _MONTHS if x.startswith(m.group(1) or m.group(2))), t)
     t = canonical(_PER_HOUR.sub(" perhour", t))
     for code, pattern in _CURRENCIES:
         t = re.sub(pattern, f" {code} ", t, flags=re.IGNORECASE)
@@ -128,6 +135,8 @@ def _keys(token: str) -> list[str]:
     if token[:1] in set("+0123456789"):
         digits = phone_digits(token) if "-" in token else None
         return [digits] if digits else [number_key(p) or p for p in token.split("-") if p]
+    if token in _ORDINALS:
+        return [_ORDINALS[token]]
     out = []
     parts = token.split("-")
     if len(parts) > 1 and min(map(len, parts)) <= 2 and not set(parts) & set(_ABBREVIATIONS):
@@ -207,6 +216,19 @@ def _kept_apart(old_text: str, new_text: str) -> bool:
             or any(_QUESTION.search(t) or _HYPOTHETICAL.search(t) for t in (old_text, new_text))
             or _told_as_past(old.text) != _told_as_past(new.text) or _tense(old.text) != _tense(new.text)
             or _says_change(old_text, new_text))
+
+
+def unsaid(old_text: str, new_text: str) -> bool:
+    """Does one sentence leave as a wish, a question or the past what the other says holds ("User runs on Sundays"
+    / "User wants to run on Sundays", "... used to run ...", "Does User run ...?"), or negate it? No repeat, then."""
+    old, new = read(old_text, new_text), read(new_text, old_text)
+    wish = [bool(_QUESTION.search(t) or _WISH.search(t)) for t in (old_text, new_text)]
+    return old.negated != new.negated or wish[0] != wish[1] or _told_as_past(old.text) != _told_as_past(new.text)
+
+
+_WISH = re.compile(r"\b(?:might|maybe|perhaps|if|considering|thinking (?:of|about)|plans? to|planning"
+                   r"|hop(?:e|es|ing) to"
+                   r"|wants? to|wish(?:es)?|dreams? of)\b", re.IGNORECASE)
 
 
 _PAST = re.compile(r"\b(?:had|did|until|ago|used to)\b|\b(?:was|were)\b(?!\s+born\b)")  # ("was born": no past state)

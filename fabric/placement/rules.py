@@ -252,8 +252,9 @@ class RuleValidator:
         Skoda Octavia" is the same car, in more words, not another one (a title so lengthened is a promotion:
         "Product Manager" -> "Group Product Manager")."""
         verdict, stated = self._read(c, write)
-        if verdict == "duplicate" and restate.one_word_swapped(c.content, write.content):
-            return "unknown", None  # "sings alto" / "sings soprano": another value or attribute, never a repeat
+        if verdict == "duplicate" and (restate.one_word_swapped(c.content, write.content)
+                                       or restate.unsaid(c.content, write.content)):
+            return "unknown", None  # "sings alto" / "sings soprano", "used to run": never a repeat
         if verdict == "contradiction_fork" and stated is not None and not stated.negated \
                 and stated.relation != "job_title" and fuller_value(stated.old_value, stated.new_value):
             return "child_update", replace(stated, how=f"{stated.how}; the old value said more fully")
@@ -300,6 +301,8 @@ class RuleValidator:
                 return "separate", None  # "X also joined the Search team": one more value, said outright
             if verdict == "duplicate" and adds_detail(c.content, write.content):
                 verdict = "child_update"  # ", for its soundtrack": one detail word, in a clause of its own
+            if verdict == "contradiction_fork" and restate.restatement(c.content, write.content) == "duplicate":
+                verdict = "duplicate"  # the value read in other spans: "a 2019 Toyota Yaris" / "a Toyota Yaris (2019)"
             return verdict, Statement.from_facts(old, new)
         if verdict == "unknown":  # the same content in other words, or all of it and more (restate.py)
             restated = restate.restatement(c.content, write.content)
@@ -367,8 +370,9 @@ class RuleValidator:
                     value=value if c.subject else None)
             # Otherwise the swapped span is the subject (another fact) or a rewording (maybe a paraphrase).
         if is_paraphrase(c.content, write.content, c.similarity, self.duplicate_similarity) \
-                and not _other_figure(c.content, write.content) and not restate.one_word_swapped(c.content,
-                                                                                                 write.content):
+                and not _other_figure(c.content, write.content) \
+                and not restate.one_word_swapped(c.content, write.content) \
+                and not restate.unsaid(c.content, write.content):
             return Decision("duplicate", c.id, f"paraphrase (similarity {c.similarity:.2f}, same names and numbers)",
                             0.7, self.name)
         return None

@@ -31,6 +31,9 @@ SAME = [
     ("Noor's anniversary is on 14 February.", "Noor anniversary - Feb 14"),
     ("Verity Labs' office is on the 3rd floor.", "Verity Labs office - third floor"),
     ("User's car is a 2019 Toyota Yaris.", "I drive a Toyota Yaris (2019)"),
+    ("User lives in New York City.", "i live in NYC"),
+    ("User's flight to Oslo is on Friday at 06:00.", "flying to Oslo Fri 6am"),
+    ("User's meeting with Ana is on Thursday at 3pm.", "Thu 15:00 - meeting w/ Ana"),
     # a note leaves a word out: it says less, nothing else
     ("User's mortgage rate is 4.2%.", "mortgage: 4.2 per cent"),
     ("The Harbour St car park costs £3 an hour.", "Harbour St car park: £3/hr"),
@@ -71,6 +74,8 @@ APART = [
     ("User's mortgage rate is 4.2%.", "User's savings rate is 4.2%."),
     ("User's mortgage rate is 4.2%.", "mortgage: 4.5%"),
     ("Oren Vale works at Harrow Bank.", "Oren Vale banks with Harrow Bank."),  # a verb that is a word of a name
+    ("User lives in New York City.", "User lives in New Jersey."),
+    ("User's flight to Oslo is on Friday at 06:00.", "User's flight to Bergen is on Friday at 06:00."),
 ]
 
 

@@ -44,7 +44,8 @@ _LIGHT = frozenset("take takes took taking taken get gets got getting offer offe
 _FILLER = frozenset("user number mine about around roughly approximately time date called named located based "
                     "situated currently".split())
 # Attribute words of one meaning, by stem: "opening hours" / "is open".
-_SAME_STEM = {"hour": "open", "birthda": "born", "birth": "born", "driv": "car"}
+_SAME_STEM = {"hour": "open", "birthda": "born", "birth": "born", "driv": "car", "flight": "fly", "kid": "child",
+              "children": "child"}
 _DAY_RANGE = re.compile(r"\b(?:mon(?:day)?)\s*(?:-|–|to|through|thru|until)\s*fri(?:day)?\b|\bweekdays?\b",
                         re.IGNORECASE)
 _WEEKEND = re.compile(r"\b(?:sat(?:urday)?)\s*(?:-|–|and|&|to)\s*sun(?:day)?\b|\bweekends?\b", re.IGNORECASE)
@@ -66,6 +67,9 @@ _DAY_NAME = {"Mon": "Monday", "Tue": "Tuesday", "Tues": "Tuesday", "Wed": "Wedne
              "Thur": "Thursday", "Thurs": "Thursday", "Fri": "Friday", "Sat": "Saturday", "Sun": "Sunday"}
 _NUMERIC_DATE = re.compile(r"\b(\d{1,2})[/.](\d{1,2})[/.](\d{4})\b")  # day first, as the UK writes it
 _PER_HOUR = re.compile(r"\s*/\s*(?:hr|hour)\b|\s+(?:per|an|a)\s+hour\b", re.IGNORECASE)
+# A time among a note's first words is no note mark ("Thu 15:00 - meeting w/ Ana"); "w/" is "with".
+_LEADING_TIME = re.compile(r"^(\W*(?:[\w']+\s+){0,3}\d{1,2}):(\d\d)\b")
+_W_SLASH = re.compile(r"\bw/(?!o)\s*", re.IGNORECASE)
 _MONTHS = "January February March April May June July August September October November December".split()
 _QUESTION = re.compile(r"\?\s*$|^\s*(?:does|do|did|is|are|should|shall|can|could|would|will|has|have)\b",
                        re.IGNORECASE)
@@ -114,7 +118,9 @@ def _normalised(text: str) -> str:
     t = _NUMERIC_DATE.sub(_date, _SHORT_DAY.sub(lambda m: _DAY_NAME[m.group(1)], text))
     t = _STREET.sub(lambda m: f"{m.group(1)} {dict(St='Street', Rd='Road', Ave='Avenue')[m.group(2)]}", t)
     t = _SHORT_MONTH.sub(lambda m: next(x for x in _MONTHS if x.startswith(m.group(1) or m.group(2))), t)
-    t = canonical(_PER_HOUR.sub(" perhour", t))
+    t = _LEADING_TIME.sub(r"\1h\2", _W_SLASH.sub("with ", _PER_HOUR.sub(" perhour", t)))
+    t = canonical(t)
+    t = re.sub(r"\b(\d{1,2})h(\d\d)\b", lambda m: f"{int(m.group(1)):02d}:{m.group(2)}", t)
     for code, pattern in _CURRENCIES:
         t = re.sub(pattern, f" {code} ", t, flags=re.IGNORECASE)
     t = _TO_WORK.sub(lambda m: f"commutes {_MEANS.get(stem(m.group(1)), '')} {m.group(2)}", t)
@@ -153,6 +159,7 @@ def _keys(token: str) -> list[str]:
 def restatement(old_text: str, new_text: str) -> str | None:
     """"duplicate" when the new sentence holds the old one's content and no more, "refinement" when it holds all of
     it and more about the same subject; None when the two differ otherwise or a guard keeps them apart."""
+    old_text, new_text = _initials(old_text, new_text)
     if _kept_apart(old_text, new_text):
         return None
     was, now = content(old_text), content(new_text)
@@ -206,6 +213,18 @@ def _verbs(text: str) -> set[str]:
 def _plain(key: str, r: Reading) -> bool:
     """A word, not a name or a figure of the sentence."""
     return not key[:1].isdigit() and not any(key in a.key.split() or stem(key) in a.key.split() for a in r.anchors)
+
+
+def _initials(old_text: str, new_text: str) -> tuple[str, str]:
+    """Both sentences with a name one of them writes in initials written so in the other too ("New York City" /
+    "NYC", "the British Broadcasting Corporation" / "the BBC")."""
+    for short in set(_ACRONYM.findall(old_text + " " + new_text)):
+        spelled = re.compile(r"\b" + r"\s+".join(f"{c}[a-z]+" for c in short) + r"\b")
+        old_text, new_text = spelled.sub(short, old_text), spelled.sub(short, new_text)
+    return old_text, new_text
+
+
+_ACRONYM = re.compile(r"\b[A-Z]{2,5}\b")
 
 
 def _kept_apart(old_text: str, new_text: str) -> bool:

@@ -34,6 +34,9 @@ SAME = [
     ("User lives in New York City.", "i live in NYC"),
     ("User's flight to Oslo is on Friday at 06:00.", "flying to Oslo Fri 6am"),
     ("User's meeting with Ana is on Thursday at 3pm.", "Thu 15:00 - meeting w/ Ana"),
+    ("The Pine Street bakery closes on Mondays.", "pine st bakery: closed mondays"),
+    ("User's favourite band is Radiohead.", "fav band: radiohead"),
+    ("User's mum lives in Galway.", "my mother lives in galway"),
     # a note leaves a word out: it says less, nothing else
     ("User's mortgage rate is 4.2%.", "mortgage: 4.2 per cent"),
     ("The Harbour St car park costs £3 an hour.", "Harbour St car park: £3/hr"),
@@ -75,6 +78,8 @@ APART = [
     ("User's mortgage rate is 4.2%.", "mortgage: 4.5%"),
     ("Oren Vale works at Harrow Bank.", "Oren Vale banks with Harrow Bank."),  # a verb that is a word of a name
     ("User lives in New York City.", "User lives in New Jersey."),
+    ("User's mum lives in Galway.", "User's dad lives in Galway."),
+    ("The choir sings at St Jude's on Sundays.", "The choir sings at St Mary's on Sundays."),
     ("User's flight to Oslo is on Friday at 06:00.", "User's flight to Bergen is on Friday at 06:00."),
 ]
 

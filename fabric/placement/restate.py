@@ -34,7 +34,7 @@ _ABBREVIATIONS = {"neg": "negative", "pos": "positive", "hrs": "hours", "hr": "h
                   "dept": "department", "appt": "appointment", "tel": "phone", "mob": "mobile", "addr": "address",
                   "bday": "birthday", "hq": "headquarters", "approx": "about", "no": "number", "rd": "road",
                   "ave": "avenue", "wfh": "work from home", "dob": "birthday", "color": "colour",
-                  "favorite": "favourite"}
+                  "favorite": "favourite", "fav": "favourite", "fave": "favourite"}
 # Verbs that carry no attribute of their own ("takes a size 9", "offers a free plan" = "has a free plan").
 _LIGHT = frozenset("take takes took taking taken get gets got getting offer offers offered offering provide provides "
                    "provided providing keeps kept stored wear wears wore worn wearing use uses using"
@@ -45,7 +45,7 @@ _FILLER = frozenset("user number mine about around roughly approximately time da
                     "situated currently".split())
 # Attribute words of one meaning, by stem: "opening hours" / "is open".
 _SAME_STEM = {"hour": "open", "birthda": "born", "birth": "born", "driv": "car", "flight": "fly", "kid": "child",
-              "children": "child"}
+              "children": "child", "mum": "moth", "mom": "moth", "dad": "fath"}
 _DAY_RANGE = re.compile(r"\b(?:mon(?:day)?)\s*(?:-|–|to|through|thru|until)\s*fri(?:day)?\b|\bweekdays?\b",
                         re.IGNORECASE)
 _WEEKEND = re.compile(r"\b(?:sat(?:urday)?)\s*(?:-|–|and|&|to)\s*sun(?:day)?\b|\bweekends?\b", re.IGNORECASE)
@@ -58,7 +58,7 @@ _TOKEN = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?\d[\d-]{5,}\d|\d\d:\d\d|\d
                     r"|\d+(?:[.,]\d+)*(?:k|m|bn)?\b%?"
                     r"|[a-z][a-z'-]*")
 # "Rowan St", "Mill Rd" (after a name: "St Jude's" is a saint); months written short before or after a day.
-_STREET = re.compile(r"\b([A-Z][a-z]+) (St|Rd|Ave)\b\.?")
+_STREET = re.compile(r"\b([A-Za-z][a-z]+) ([Ss]t|[Rr]d|[Aa]ve)\b\.?")
 _SHORT = "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec"
 _SHORT_MONTH = re.compile(rf"\b({_SHORT})\b\.?(?=\s*\d)|(?<=\d )({_SHORT})\b\.?")
 # Days written short in notes ("Fri: 22:00", "Mon + Wed"): capitalised only ("sat on the board" is no day).
@@ -116,7 +116,7 @@ def _verb_in_name(old_text: str, new_text: str) -> bool:
 
 def _normalised(text: str) -> str:
     t = _NUMERIC_DATE.sub(_date, _SHORT_DAY.sub(lambda m: _DAY_NAME[m.group(1)], text))
-    t = _STREET.sub(lambda m: f"{m.group(1)} {dict(St='Street', Rd='Road', Ave='Avenue')[m.group(2)]}", t)
+    t = _STREET.sub(_street, t)
     t = _SHORT_MONTH.sub(lambda m: next(x for x in _MONTHS if x.startswith(m.group(1) or m.group(2))), t)
     t = _LEADING_TIME.sub(r"\1h\2", _W_SLASH.sub("with ", _PER_HOUR.sub(" perhour", t)))
     t = canonical(t)
@@ -126,6 +126,12 @@ def _normalised(text: str) -> str:
     t = _TO_WORK.sub(lambda m: f"commutes {_MEANS.get(stem(m.group(1)), '')} {m.group(2)}", t)
     t = _DAY_RANGE.sub(" weekday ", t)
     return _WEEKEND.sub(" weekend ", t)
+
+
+def _street(m: re.Match[str]) -> str:
+    if m.group(1).lower() in _STOP:
+        return m.group()  # "in St Albans", "at St Jude's": a saint
+    return f"{m.group(1)} {dict(st='Street', rd='Road', ave='Avenue')[m.group(2).lower()]}"
 
 
 def _date(m: re.Match[str]) -> str:
@@ -231,10 +237,17 @@ def _kept_apart(old_text: str, new_text: str) -> bool:
     """A reason no likeness of content overrules: a negation, a question, a hypothetical, a relative, "also", the
     past on one side only, a change said."""
     old, new = read(old_text, new_text), read(new_text, old_text)
-    return (old.negated != new.negated or new.also or bool(old.relatives ^ new.relatives)
+    relatives = {_relative(w) for w in old.relatives} ^ {_relative(w) for w in new.relatives}
+    return (old.negated != new.negated or new.also or bool(relatives)
             or any(_QUESTION.search(t) or _HYPOTHETICAL.search(t) for t in (old_text, new_text))
             or _told_as_past(old.text) != _told_as_past(new.text) or _tense(old.text) != _tense(new.text)
             or _says_change(old_text, new_text))
+
+
+def _relative(word: str) -> str:
+    """One word per relative: "mum" / "mother", "kid" / "child"."""
+    key = stem(word)
+    return _SAME_STEM.get(key, key)
 
 
 def unsaid(old_text: str, new_text: str) -> bool:

@@ -37,6 +37,8 @@ SAME = [
     ("The Pine Street bakery closes on Mondays.", "pine st bakery: closed mondays"),
     ("User's favourite band is Radiohead.", "fav band: radiohead"),
     ("User's mum lives in Galway.", "my mother lives in galway"),
+    ("Jakub Nowak owns the payments roadmap.", "The payments roadmap is owned by Jakub Nowak."),
+    ("Ada Lund manages Ben Ortiz.", "Ben Ortiz is managed by Ada Lund."),
     # a note leaves a word out: it says less, nothing else
     ("User's mortgage rate is 4.2%.", "mortgage: 4.2 per cent"),
     ("The Harbour St car park costs £3 an hour.", "Harbour St car park: £3/hr"),
@@ -79,6 +81,7 @@ APART = [
     ("Oren Vale works at Harrow Bank.", "Oren Vale banks with Harrow Bank."),  # a verb that is a word of a name
     ("User lives in New York City.", "User lives in New Jersey."),
     ("User's mum lives in Galway.", "User's dad lives in Galway."),
+    ("Ada Lund manages Ben Ortiz.", "Ada Lund is managed by Ben Ortiz."),
     ("The choir sings at St Jude's on Sundays.", "The choir sings at St Mary's on Sundays."),
     ("User's flight to Oslo is on Friday at 06:00.", "User's flight to Bergen is on Friday at 06:00."),
 ]

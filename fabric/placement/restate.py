@@ -196,12 +196,23 @@ def _roles_apart(old: Reading, new: Reading, old_text: str, new_text: str) -> bo
     shared = set(_names_in_order(old)) & set(_names_in_order(new))
     if old.relatives and old.relatives == new.relatives:
         shared.discard("user")  # "my sister Ana" / "Ana (my sister)": the user holds the relative, no role
-    if _names_in_order(old, shared) != _names_in_order(new, shared):
+    was, now = _names_in_order(old, shared), _names_in_order(new, shared)
+    if _passive(old_text) != _passive(new_text):  # "X is owned by Y" / "Y owns X": the same roles in the other order
+        keys = {a.key for a in old.anchors} & {a.key for a in new.anchors}
+        was, now = _named(old, keys), _named(new, keys)[::-1]
+    if was != now:
         return True
     return bool(_roles(old_text) & _verbs(new_text) or _roles(new_text) & _verbs(old_text))
 
 
 _ROLE = re.compile(r"(?:'s|s')\s+(?:[a-z]+\s+)?([a-z]{3,}(?:er|or))\b|\b([a-z]{3,}(?:er|or))\s+(?:of|for|to)\b")
+
+
+_PASSIVE = re.compile(r"\b(?:is|are|was|were|been)\s+(?:[a-z]+ly\s+)?[a-z]+\s+by\b")
+
+
+def _passive(text: str) -> bool:
+    return _PASSIVE.search(canonical(text).lower()) is not None
 
 
 def _roles(text: str) -> set[str]:
@@ -268,8 +279,13 @@ _PAST = re.compile(r"\b(?:had|did|until|ago|used to)\b|\b(?:was|were)\b(?!\s+bor
 
 def _tense(text: str) -> bool:
     """Told in the past ("lived in Harrogate until 2019"): a past verb or a word that ends a period."""
+    text = re.sub(r"\b(?:is|are|be|been|being)\s+[a-z]+ed\b", " ", text)  # a passive: "is managed by"
     return _PAST.search(text) is not None or re.search(r"\b(?:lived|worked|played|stayed|owned|managed)\b",
                                                        text) is not None
+
+
+def _named(r: Reading, keys: set[str]) -> list[str]:
+    return list(dict.fromkeys(a.key for a in r.anchors if a.kind == "name" and a.key in keys))
 
 
 def _names_in_order(r: Reading, keep: set[str] | None = None) -> list[str]:

@@ -120,3 +120,10 @@ def test_the_committed_model_is_trained_on_the_current_inputs():
     data = json.loads(learned.MODEL_FILE.read_text())
     assert data["features"] == list(FEATURES)
     assert data["inputs_sha256"] == _trainer().inputs_sha256()
+
+
+def test_the_setting_turns_it_on_and_it_is_off_by_default():
+    from fabric.write.placer import make_validator
+
+    assert make_validator(Settings(), "rule").second_opinion is False  # type: ignore[attr-defined]
+    assert make_validator(Settings(learned_second_opinion=True), "rule").second_opinion is True  # type: ignore[attr-defined]

@@ -82,6 +82,10 @@ APART = [
     ("User lives in New York City.", "User lives in New Jersey."),
     ("User's mum lives in Galway.", "User's dad lives in Galway."),
     ("Ada Lund manages Ben Ortiz.", "Ada Lund is managed by Ben Ortiz."),
+    # another place whose name holds the old one's words: no note leaving a word out, no more detail
+    ("Dunmore Children's Library has 9,000 books.", "Dunmore Library has 9,000 books."),
+    ("Dunmore Library has 9,000 books.", "Dunmore Children's Library has 9,000 books."),
+    ("Velto Labs' escalation contact is Bea Lund.", "Velto's escalation contact is Bea Lund."),
     ("The choir sings at St Jude's on Sundays.", "The choir sings at St Mary's on Sundays."),
     ("User's flight to Oslo is on Friday at 06:00.", "User's flight to Bergen is on Friday at 06:00."),
 ]

@@ -173,7 +173,7 @@ def restatement(old_text: str, new_text: str) -> str | None:
     if not was or not now or _roles_apart(old, new, old_text, new_text) \
             or _verb_in_name(old_text, new_text):
         return None
-    if now < was and len(was - now) == 1 and _plain(next(iter(was - now)), old):
+    if now < was and len(was - now) == 1 and _plain(next(iter(was - now)), old, old_text):
         return "duplicate"  # less said, and only a word a note leaves out ("mortgage rate is 4.2%" / "mortgage: 4.2%")
     if not was <= now:
         return None
@@ -227,9 +227,10 @@ def _verbs(text: str) -> set[str]:
             if not w.endswith(("ers", "ors", "ss"))}
 
 
-def _plain(key: str, r: Reading) -> bool:
-    """A word, not a name or a figure of the sentence."""
-    return not key[:1].isdigit() and not any(key in a.key.split() or stem(key) in a.key.split() for a in r.anchors)
+def _plain(key: str, r: Reading, text: str) -> bool:
+    """A word, not a name or a figure of the sentence ("Riverwick Children's Hospital": a name)."""
+    return not key[:1].isdigit() and not any(key in a.key.split() or stem(key) in a.key.split() for a in r.anchors) \
+        and key not in _spelled(text)[0]
 
 
 def _initials(old_text: str, new_text: str) -> tuple[str, str]:

@@ -49,6 +49,9 @@ MORE = [
     ("User cycles to work.", "User rides a bike to work, along the canal path from Jericho to Osney."),
     ("Tallis Bank offers a savings account.", "Tallis Bank's savings account pays 4.1% on balances up to 5,000."),
     ("User goes to work by bus.", "User commutes by bus, usually the number 35 from Headington."),
+    ("User is vegetarian.", "User is vegetarian but eats fish on holidays."),
+    ("The Larch Street gym has a pool.", "The Larch Street gym has a 25 m pool, open 6am-10pm."),
+    ("user has a peanut allergy", "User has a severe peanut allergy and carries an EpiPen."),
 ]
 
 # (first write, later write): must not be read as the same fact, nor as more of it.
@@ -82,6 +85,9 @@ APART = [
     ("User lives in New York City.", "User lives in New Jersey."),
     ("User's mum lives in Galway.", "User's dad lives in Galway."),
     ("Ada Lund manages Ben Ortiz.", "Ada Lund is managed by Ben Ortiz."),
+    ("User is vegetarian.", "User's partner is vegetarian and eats fish on holidays."),
+    ("The Larch Street gym has a pool.", "The Larch Street gym's sister site in Cowley has a pool and sauna."),
+    ("Tomas works at Fenwick.", "Tomas Berg works at Fenwick Capital in Bristol."),
     # another place whose name holds the old one's words: no note leaving a word out, no more detail
     ("Dunmore Children's Library has 9,000 books.", "Dunmore Library has 9,000 books."),
     ("Dunmore Library has 9,000 books.", "Dunmore Children's Library has 9,000 books."),

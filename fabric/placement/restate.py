@@ -8,13 +8,16 @@ hold rather than how they say it: a bag of names, numbers, times, days and conte
 attribute words put one way ("O-neg", "Mon-Fri", "hours" / "open").
 
 - the same bag                                      -> duplicate
+- the old bag less one plain word (a note's way)    -> duplicate ("mortgage rate is 4.2%" / "mortgage: 4.2%")
 - the old bag and more, about the same subject      -> refinement ("takes the train to work" -> "commutes by
   train, usually the 07:42 from Didcot")
 
 Guards (no verdict): a negation, a question, a hypothetical, a relative, "also" / "another", the past on one
-side, a change said; two names in another order (a role swap: "A manages B" / "B manages A"); for a refinement,
-another subject first or an old name said longer ("Velto" -> "Velto Labs": another company). Another value,
-date, period or twin changes the bag. Deterministic, no model: a set comparison per pair."""
+side, a change said; two names in another order (a role swap: "A manages B" / "B manages A"; a passive says them
+reversed), a role noun beside its verb ("Ada's manager is Ben" / "Ada manages Ben"), a verb that is a word of a
+name; for a note or a refinement, another subject first, an old name said longer or a word of a name left out
+("Velto" / "Velto Labs"). Another value, date, period or twin changes the bag. Deterministic, no model: set
+comparisons per pair. `one_word_swapped` and `unsaid` are vetoes the rule validator puts on every duplicate."""
 
 from __future__ import annotations
 

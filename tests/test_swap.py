@@ -14,6 +14,9 @@ CORRECTED = [
     # the same frame, one word swapped, no word of change: a value that holds one at a time
     ("Priya Shah sings tenor in the Hallam Male Voice Choir.", "Priya Shah sings bass in the Hallam Male Voice Choir."),
     ("Marta Ruiz is a beginner climber at the Foundry wall.", "Marta Ruiz is an advanced climber at the Foundry wall."),
+    ("Juno Hart is engaged.", "Juno Hart is married."),
+    ("The parcel to Turku is in transit.", "The parcel to Turku has been delivered."),
+    ("Amos Reed works nights.", "Amos Reed is on early shifts now."),
     # a change said
     ("I put whole milk in my tea.", "fyi I've switched to almond milk in my tea"),
     ("The Orla app is in alpha.", "The Orla app is in beta now."),
@@ -41,6 +44,7 @@ APART = [
     ("Mina Cho sings alto in the Greyfriars Choir.", "Mina Cho's daughter sings soprano in the Greyfriars Choir."),
     ("Orla Pay is in beta.", "Orla Books is generally available now."),
     ("Jon Hale is a beginner climber.", "Jon Hale's twin is an advanced climber."),
+    ("Juno Hart is engaged.", "Juno Hart's sister is married."),
     # another time, a hypothetical
     ("Tala Reyes works nights in winter.", "Tala Reyes works days in summer."),
     ("Nomi Achebe sings alto in the Greyfriars Choir.", "Nomi Achebe might sing soprano in the Greyfriars Choir."),

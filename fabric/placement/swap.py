@@ -44,7 +44,11 @@ _SCALES = [
     {"alpha", "beta", "preview", "private preview", "public preview", "early access", "generally available", "ga",
      "stable", "release candidate", "deprecated", "sunset", "end of life", "retired", "live", "general availability"},
     {"nights", "night", "days", "day", "mornings", "evenings", "afternoons", "earlies", "lates", "night shifts",
-     "day shifts", "night shift", "day shift", "weekends", "weekdays"},
+     "day shifts", "night shift", "day shift", "early shifts", "late shifts", "early shift", "late shift", "weekends", "weekdays"},
+    {"single", "married", "engaged", "divorced", "widowed", "separated"},
+    {"ordered", "dispatched", "shipped", "in transit", "transit", "out for delivery", "delivered", "returned", "lost"},
+    {"daily", "weekly", "fortnightly", "monthly", "quarterly", "yearly", "annually", "every two weeks",
+     "every other week", "twice weekly"},
     {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"},
 ]
 _WORD = re.compile(r"[a-z][a-z'-]*|\d[\d:.,]*")
@@ -64,11 +68,10 @@ def compare(old_text: str, new_text: str) -> Same | str | None:
     subject = found[0] | found[1]
     was, now = _tokens(old, subject), _tokens(new, subject)
     copula = _copula(old, subject)
-    if copula != _copula(new, subject):
+    reframed = copula != _copula(new, subject)  # "X works nights" / "X is on day shifts now"
+    span = _one_span(was, now, _changed_verb(new) or reframed, copula)
+    if span is None or reframed and not _one_scale(*span[:2]):
         return None  # "X is a subsidiary of Y" / "Y owns X": another construction, maybe the roles reversed
-    span = _one_span(was, now, _changed_verb(new), copula)
-    if span is None:
-        return None
     a, b, same_frame = span
     if _synonyms(a, b) or _guarded(old, new, (old_text, new_text)) or _named_right_after(old, new, a, b, subject):
         return None
@@ -88,8 +91,10 @@ _MANY_VERB = re.compile(r"\b(?:has|have|owns?|got|keeps?|plays?|enjoys?|likes?|l
 
 def _many(old: Reading, new: Reading, subject: set[str], a: list[str], b: list[str]) -> bool:
     """Does the value take many at once: a verb of many before it, or an attribute of many values read in both?"""
-    if any(_MANY_VERB.search(r.text[:_at(r, v)[0]] if _at(r, v) else "") for r, v in ((old, a), (new, b))):
-        return True
+    for r, v in ((old, a), (new, b)):
+        at = _at(r, v)
+        if at and _MANY_VERB.search(r.text[:at[0]]):
+            return True
     was, now = classify_frame(_masked(old, subject, a)).attribute, classify_frame(_masked(new, subject, b)).attribute
     return was is not None and was is now and was.multi
 
@@ -146,14 +151,18 @@ def _one_span(was: list[str], now: list[str], change_verb: bool, copula: bool
     a, b = was[i1:i2], now[j1:j2]
     if change_verb and i1 > 0 and was[i1 - 1] == "X" and len(a) > 1:
         a, i1 = a[1:], i1 + 1  # "X takes dairy milk" / "X has switched to oat milk": the verb the change took
-    elif i1 > 0 and was[i1 - 1] == "X" and i2 < len(was) and not copula:
-        return None  # right after the subject, more words after it: the verb ("rehearses" / "practises")
+    elif i1 > 0 and was[i1 - 1] == "X" and i2 < len(was) and not _one_scale(a, b) \
+            and (not copula or any(_PARTICIPLE.search(w) for w in (a[0], b[0]))):
+        return None  # right after the subject, more words after it: the verb ("rehearses", "is written in")
     if not a or not b or len(a) > 2 or len(b) > 2 or "X" in a + b or i1 == 0:
         return None
     rest = was[:i1] + was[i2:] + now[:j1] + now[j2:]
     if any(not w[0].isalpha() for w in rest + a + b) and not (_one_scale(a, b) and len(a) == len(b) == 1):
         return None  # a name or a figure besides the subject: the lexicon's and the alignment's (a day: a scale's)
     return a, b, len(was) == len(now) - len(b) + len(a)
+
+
+_PARTICIPLE = re.compile(r"(?:ed|en|ing)$")
 
 
 def _copula(r: Reading, subject: set[str]) -> bool:

@@ -45,6 +45,7 @@ APART = [
     ("Orla Pay is in beta.", "Orla Books is generally available now."),
     ("Jon Hale is a beginner climber.", "Jon Hale's twin is an advanced climber."),
     ("Juno Hart is engaged.", "Juno Hart's sister is married."),
+    ("Mara Quist is a junior designer at Fenwick.", "Mara Quist was a senior designer at Fenwick."),
     # another time, a hypothetical
     ("Tala Reyes works nights in winter.", "Tala Reyes works days in summer."),
     ("Nomi Achebe sings alto in the Greyfriars Choir.", "Nomi Achebe might sing soprano in the Greyfriars Choir."),

@@ -74,7 +74,8 @@ def compare(old_text: str, new_text: str) -> Same | str | None:
     if span is None or reframed and not _one_scale(*span[:2]):
         return None  # "X is a subsidiary of Y" / "Y owns X": another construction, maybe the roles reversed
     a, b, same_frame = span
-    if _synonyms(a, b) or _guarded(old, new, (old_text, new_text)) or _named_right_after(old, new, a, b, subject):
+    if _synonyms(a, b) or _guarded(old, new, (old_text, new_text)) or _named_right_after(old, new, a, b, subject) \
+            or bool(_PAST.search(new.text)) > bool(_PAST.search(old.text)):  # "X was a senior designer": then
         return None
     said = _says_change(old_text, new_text)
     many = not _one_scale(a, b) and _many(old, new, subject, a, b)
@@ -107,7 +108,7 @@ def _at(r: Reading, value: list[str]) -> tuple[int, int] | None:
 
 def _fork(new: Reading, subject: set[str], new_text: str, a: list[str], b: list[str], why: str) -> Same:
     spelled = _spelled(new_text, next(x for x in new.anchors if x.key in subject))
-    old_value, new_value = " ".join(a), " ".join(b)
+    old_value, new_value = " ".join(a).replace("@", ""), " ".join(b).replace("@", "")
     return Same("contradiction_fork", spelled, "", old_value, new_value,
                 f"one value in other words swapped: {old_value!r} -> {new_value!r} ({why})")
 
@@ -163,6 +164,7 @@ def _one_span(was: list[str], now: list[str], change_verb: bool, copula: bool
     return a, b, len(was) == len(now) - len(b) + len(a)
 
 
+_PAST = re.compile(r"\b(?:was|were|used to|had been|formerly|previously)\b")
 _PARTICIPLE = re.compile(r"(?:ed|en|ing)$")
 
 

@@ -10,14 +10,19 @@ subject and every other name, and differ in one span of ordinary words (or one d
    when the new value began, not what it is; a clock time beside a day is the day's detail ("Thursdays, 7pm").
 2. One span differs (SequenceMatcher over stems). The old verb a verb of change took the place of is dropped
    ("takes dairy milk" / "has switched to oat milk"). A span right after the subject with more words after it
-   is the verb ("rehearses" / "practises"): a rewording, not a value.
+   is the verb ("rehearses" / "practises", "is written in"): a rewording, not a value; so is a span right before
+   a name ("is named Biscuit" / "called Biscuit"). "X is ..." beside "X <verb> ..." is another construction
+   (maybe the roles reversed: "a subsidiary of Y" / "Y owns X"), read only for two values of one scale.
 3. A value, not a synonym: the two spans are apart by the embedding model ("big" / "large" are near).
 4. Then: a change said (samefact's words of change) is a correction, unless the attribute holds many values
    (hobbies, pets, languages) and only an adverb ("now") says it; with no change said, only a value of a scale
    that holds one at a time (a voice part, a level, a release stage, a shift, a meeting day) in a frame
    otherwise the same word for word. Any other swapped value is `APART`: never a duplicate, never a fork.
 
-The guards of attributes.compare apply first (a negation, a relative, "also", the past, a hypothetical)."""
+The guards of attributes.compare apply first (a negation, a relative, "also", the past, a hypothetical), and a
+new sentence in the past tense the old one is not in ("was a senior designer") is no correction.
+
+`breakup` reads a couple told apart: "A's partner is B" / "A and B broke up; A is with C now"."""
 
 from __future__ import annotations
 

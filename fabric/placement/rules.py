@@ -254,7 +254,7 @@ class RuleValidator:
         verdict, stated = self._read(c, write)
         if verdict in ("duplicate", "unknown", "separate"):  # a value in ordinary words swapped: never a rewording
             swapped = swap.breakup(c.content, write.content) or swap.compare(c.content, write.content)
-            if swapped == swap.APART and verdict != "separate":
+            if (swapped == swap.APART or swap.stopped(c.content, write.content)) and verdict != "separate":
                 return "separate", None
             if isinstance(swapped, attributes.Same):
                 return swapped.verdict, _generic(swapped, stated.relation if stated else "")

@@ -27,6 +27,7 @@ new sentence in the past tense the old one is not in ("was a senior designer") i
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from difflib import SequenceMatcher
 
 from .align import _CHANGE, _STOP, Anchor, Reading, _phrase_vectors, read, stem
@@ -38,6 +39,9 @@ APART = "separate"
 # Spans closer than this by the embedding model are one value in other words ("big" / "large": 0.81, "car" /
 # "automobile": 0.86); values of one kind sit lower ("red" / "blue": 0.73, "alto" / "soprano": 0.39).
 SYNONYM = 0.78
+# The same sentence with one span for the other: synonyms stay at 0.95 and above ("near" / "close to": 0.99,
+# "tiny" / "small": 0.96); another value falls below ("on Mondays" / "on Thursdays": 0.92, "beagle" / "spaniel": 0.80).
+SAME_SENTENCE = 0.95
 
 # Chat fillers that say nothing of the fact.
 _FILLER = frozenset("btw fyi ps ok okay so update heads-up note correction actually well oh just".split())
@@ -79,7 +83,8 @@ def compare(old_text: str, new_text: str) -> Same | str | None:
     if span is None or reframed and not _one_scale(*span[:2]):
         return None  # "X is a subsidiary of Y" / "Y owns X": another construction, maybe the roles reversed
     a, b, same_frame = span
-    if _synonyms(a, b) or _guarded(old, new, (old_text, new_text)) or _named_right_after(old, new, a, b, subject) \
+    if _synonyms(old, a, b) or _kept_apart(old, new, (old_text, new_text)) \
+            or _named_right_after(old, new, a, b, subject) \
             or bool(_PAST.search(new.text)) > bool(_PAST.search(old.text)):  # "X was a senior designer": then
         return None
     said = _says_change(old_text, new_text)
@@ -158,9 +163,9 @@ def _one_span(was: list[str], now: list[str], change_verb: bool, copula: bool
     a, b = was[i1:i2], now[j1:j2]
     if change_verb and i1 > 0 and was[i1 - 1] == "X" and len(a) > 1:
         a, i1 = a[1:], i1 + 1  # "X takes dairy milk" / "X has switched to oat milk": the verb the change took
-    elif i1 > 0 and was[i1 - 1] == "X" and i2 < len(was) and not _one_scale(a, b) \
+    elif i1 > 0 and was[i1 - 1] == "X" and not _one_scale(a, b) and not _one_root(" ".join(a), " ".join(b)) \
             and (not copula or any(_PARTICIPLE.search(w) for w in (a[0], b[0]))):
-        return None  # right after the subject, more words after it: the verb ("rehearses", "is written in")
+        return None  # right after the subject: the verb ("rehearses", "is written in", "commute by bus")
     if not a or not b or len(a) > 2 or len(b) > 2 or "X" in a + b or i1 == 0:
         return None
     rest = was[:i1] + was[i2:] + now[:j1] + now[j2:]
@@ -188,9 +193,39 @@ def _changed_verb(r: Reading) -> bool:
     return _CHANGE_VERB.search(r.text) is not None
 
 
-def _synonyms(a: list[str], b: list[str]) -> bool:
-    va, vb = _phrase_vectors(" ".join(a), " ".join(b))
-    return float(va @ vb) >= SYNONYM and not _one_scale(a, b)
+def _synonyms(old: Reading, a: list[str], b: list[str]) -> bool:
+    """One value in other words: the old sentence with the new span in the old one's place means the same by the
+    embedding model ("is large" / "is big": 0.98; "sings alto" / "sings soprano": 0.88), or, when the span is
+    not found as written, the two spans are near. Not one word told two ways ("left-handed" / "right-handed",
+    "heated" / "unheated": the model puts such words near, but they say opposite things)."""
+    if _one_scale(a, b) or _one_root(" ".join(a), " ".join(b)):
+        return False
+    at = _at(old, a)
+    pair = (old.text, old.text[:at[0]] + " ".join(b) + old.text[at[1]:]) if at else (" ".join(a), " ".join(b))
+    va, vb = _phrase_vectors(*pair)
+    return float(va @ vb) >= (SAME_SENTENCE if at else SYNONYM)
+
+
+def _kept_apart(old: Reading, new: Reading, texts: tuple[str, str]) -> bool:
+    """attributes' guards but its verbs of many values, which `_many` weighs against a verb of change ("plays
+    viola" / "switched to cello")."""
+    return _guarded(replace(old, many=False), replace(new, many=False), texts)
+
+
+def _one_root(x: str, y: str) -> bool:
+    parts_x, parts_y = set(re.split(r"[-\s]", x)), set(re.split(r"[-\s]", y))
+    if parts_x & parts_y:
+        return True
+    return any(x == p + y or y == p + x for p in ("un", "in", "im", "ir", "il", "non", "non-", "dis"))
+
+
+# A habit said stopped: "I've stopped taking sugar", "she quit smoking", "gave up running".
+_STOPPED = re.compile(r"\b(?:stopped|quit|gave up|given up|no longer)\s+\w+ing\b")
+
+
+def stopped(old_text: str, new_text: str) -> bool:
+    """Does the new sentence say the habit of the old one stopped? Then it repeats nothing: no duplicate."""
+    return bool(_STOPPED.search(new_text.lower())) and not _STOPPED.search(old_text.lower())
 
 
 def _named_right_after(old: Reading, new: Reading, a: list[str], b: list[str], subject: set[str]) -> bool:

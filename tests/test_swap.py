@@ -22,6 +22,11 @@ CORRECTED = [
     ("The Orla app is in alpha.", "The Orla app is in beta now."),
     ("Quill Notes is in private preview.", "Quill Notes has been generally available since 3 March."),
     ("Beno Kraus works nights at the Delph depot.", "Beno Kraus moved to day shifts at the Delph depot."),
+    ("Yuki Sato plays viola in the Northgate Quartet.", "Yuki Sato switched to cello in the Northgate Quartet."),
+    ("The Harbour Run is held in spring.", "The Harbour Run has moved to autumn."),
+    ("The Larch Street pool is heated.", "The Larch Street pool is unheated now."),
+    # no name: the words both open with are the subject
+    ("Our office dog is a beagle.", "our office dog is a spaniel now"),
     # a terse note against a sentence
     ("The Harlow Book Club meets on Tuesdays.", "Harlow Book Club meetings: Wednesdays, 6pm"),
     # a break-up, and the new partner
@@ -35,7 +40,11 @@ APART = [
     ("Ola Berg bought a car last week.", "Ola Berg purchased a car last week."),
     ("The Eastgate Band rehearses on Mondays.", "The Eastgate Band practises on Mondays."),
     ("The Kestrel Cafe is large.", "The Kestrel Cafe is big."),
+    ("I walk the dog every morning.", "I now feed the cat every morning."),
+    ("Our office dog is a beagle.", "Our office cat is a tabby."),
     # many values at once
+    ("Tomas Lind plays tennis.", "Tomas Lind plays golf now."),
+    ("Yuki Sato plays viola in the Northgate Quartet.", "Yuki Sato also plays cello at home."),
     ("Tomas Lind plays tennis.", "Tomas Lind plays badminton."),
     ("Ravi Osei has a cat.", "Ravi Osei has a dog."),
     ("Hana Ito speaks French.", "Hana Ito speaks Spanish."),
@@ -70,8 +79,19 @@ def test_no_false_correction(rules, embedder, old, new):
     ("Priya Shah sings tenor in the Hallam Male Voice Choir.", "Priya Shah sings bass in the Hallam Male Voice Choir."),
     ("Tomas Lind plays tennis.", "Tomas Lind plays badminton."),
     ("The Orla cafe's walls are green.", "The Orla cafe's walls are yellow."),
+    ("Tilde Mora is left-handed.", "Tilde Mora is right-handed."),
+    ("I take my coffee with sugar.", "I've stopped taking sugar in my coffee."),
 ])
 def test_a_swapped_value_is_never_a_duplicate(rules, embedder, old, new):
     """Whatever else is decided, a lost fact is the worst outcome: a changed value is no rewording."""
     d, _ = decide(rules, embedder, old, new)
     assert d.kind != "duplicate", d.reason
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("The Kestrel Cafe is large.", "The Kestrel Cafe is big."),
+    ("Hugo Lind is a keen cyclist.", "Hugo Lind is an avid cyclist."),
+])
+def test_a_synonym_is_still_a_duplicate(rules, embedder, old, new):
+    d, _ = decide(rules, embedder, old, new)
+    assert d.kind == "duplicate", d.reason

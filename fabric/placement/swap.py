@@ -73,14 +73,17 @@ def compare(old_text: str, new_text: str) -> Same | str | None:
     ordinary words; `APART` when they do, but it may not be a correction; None when they do not."""
     old, new = _dated(read(old_text, new_text)), _dated(read(new_text, old_text))
     found = _subject(old, new)
-    if found is None or old.event or new.event:
+    unnamed = found is None and not old.anchors and not new.anchors  # "our office dog is a beagle"
+    if found is None and not unnamed or old.event or new.event:
         return None
-    subject = found[0] | found[1]
+    subject = found[0] | found[1] if found else set()
     was, now = _tokens(old, subject), _tokens(new, subject)
+    if unnamed and not _named_by_words(was, now):
+        return None
     copula = _copula(old, subject)
     reframed = copula != _copula(new, subject)  # "X works nights" / "X is on day shifts now"
     span = _one_span(was, now, _changed_verb(new) or reframed, copula)
-    if span is None or reframed and not _one_scale(*span[:2]):
+    if span is None or reframed and not (_one_scale(*span[:2]) or _changed_verb(new)):
         return None  # "X is a subsidiary of Y" / "Y owns X": another construction, maybe the roles reversed
     a, b, same_frame = span
     if _synonyms(old, a, b) or _kept_apart(old, new, (old_text, new_text)) \
@@ -107,6 +110,8 @@ def _many(old: Reading, new: Reading, subject: set[str], a: list[str], b: list[s
         at = _at(r, v)
         if at and _MANY_VERB.search(r.text[:at[0]]):
             return True
+    if not subject:
+        return False
     was, now = classify_frame(_masked(old, subject, a)).attribute, classify_frame(_masked(new, subject, b)).attribute
     return was is not None and was is now and was.multi
 
@@ -116,8 +121,19 @@ def _at(r: Reading, value: list[str]) -> tuple[int, int] | None:
     return (m.start(), m.end()) if m else None
 
 
+def _named_by_words(was: list[str], now: list[str]) -> bool:
+    """With no name at all, the subject is the words both sentences open with: two or more before the one value
+    that ends both ("office dog" in "our office dog is a beagle" / "... a spaniel now"; not "office" alone:
+    "our office cat is a tabby")."""
+    lead = 0
+    while lead < min(len(was), len(now)) and _stem(was[lead]) == _stem(now[lead]):
+        lead += 1
+    return lead >= 2 and 0 < len(was) - lead <= 2 and 0 < len(now) - lead <= 2
+
+
 def _fork(new: Reading, subject: set[str], new_text: str, a: list[str], b: list[str], why: str) -> Same:
-    spelled = _spelled(new_text, next(x for x in new.anchors if x.key in subject))
+    holder = next((x for x in new.anchors if x.key in subject), None)
+    spelled = _spelled(new_text, holder) if holder else ""
     old_value, new_value = " ".join(a).replace("@", ""), " ".join(b).replace("@", "")
     return Same("contradiction_fork", spelled, "", old_value, new_value,
                 f"one value in other words swapped: {old_value!r} -> {new_value!r} ({why})")

@@ -42,6 +42,8 @@ APART = [
     ("The Kestrel Cafe is large.", "The Kestrel Cafe is big."),
     ("I walk the dog every morning.", "I now feed the cat every morning."),
     ("Our office dog is a beagle.", "Our office cat is a tabby."),
+    ("The Orla app is in beta.", "The Orla app's new feature is in alpha."),  # another holder inside the span
+    ("Ravi Das takes the bus to work.", "Ravi Das takes the train to the gym now."),  # another thing, another place
     # many values at once
     ("Tomas Lind plays tennis.", "Tomas Lind plays golf now."),
     ("Yuki Sato plays viola in the Northgate Quartet.", "Yuki Sato also plays cello at home."),

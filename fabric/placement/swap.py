@@ -86,7 +86,8 @@ def compare(old_text: str, new_text: str) -> Same | str | None:
     if span is None or reframed and not (_one_scale(*span[:2]) or _changed_verb(new)):
         return None  # "X is a subsidiary of Y" / "Y owns X": another construction, maybe the roles reversed
     a, b, same_frame = span
-    if _synonyms(old, a, b) or _kept_apart(old, new, (old_text, new_text)) \
+    if _synonyms(old, a, b) or _kept_apart(old, new, (old_text, new_text)) or _clause_apart(old, a) \
+            or _clause_apart(new, b) \
             or _named_right_after(old, new, a, b, subject) \
             or bool(_PAST.search(new.text)) > bool(_PAST.search(old.text)):  # "X was a senior designer": then
         return None
@@ -119,6 +120,13 @@ def _many(old: Reading, new: Reading, subject: set[str], a: list[str], b: list[s
 def _at(r: Reading, value: list[str]) -> tuple[int, int] | None:
     m = re.search(r"\b" + r"\b.*?\b".join(map(re.escape, value)) + r"\b", r.text)
     return (m.start(), m.end()) if m else None
+
+
+def _clause_apart(r: Reading, value: list[str]) -> bool:
+    """Does the span run across a verb or a possessive ("app's new feature is in alpha": "feature ... alpha")?
+    Then it holds a holder of its own, not one value."""
+    at = _at(r, value)
+    return at is not None and re.search(r"\b(?:is|are|was|were|has|have)\b|['’]s\b", r.text[at[0]:at[1]]) is not None
 
 
 def _named_by_words(was: list[str], now: list[str]) -> bool:
@@ -184,6 +192,8 @@ def _one_span(was: list[str], now: list[str], change_verb: bool, copula: bool
         return None  # right after the subject: the verb ("rehearses", "is written in", "commute by bus")
     if not a or not b or len(a) > 2 or len(b) > 2 or "X" in a + b or i1 == 0:
         return None
+    if len(a) == len(b) == 2 and not _one_scale(a, b):
+        return None  # two words for two: maybe another thing too ("the bus to work" / "the train to the gym")
     rest = was[:i1] + was[i2:] + now[:j1] + now[j2:]
     if any(not w[0].isalpha() for w in rest + a + b) and not (_one_scale(a, b) and len(a) == len(b) == 1):
         return None  # a name or a figure besides the subject: the lexicon's and the alignment's (a day: a scale's)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from difflib import SequenceMatcher
+from functools import lru_cache
 
 from .align import _CHANGE, _STOP, Anchor, Reading, _phrase_vectors, read, stem
 from .attributes import _HYPOTHETICAL, Same, _dated, _guarded, classify_frame, frame
@@ -68,6 +69,7 @@ _CHANGE_VERB = re.compile(r"\b(?:switch(?:ed|es)?|chang(?:ed|es)|mov(?:ed|es)|we
                           r"|transferred)\b")
 
 
+@lru_cache(maxsize=4096)
 def compare(old_text: str, new_text: str) -> Same | str | None:
     """A correction (a `Same` with verdict contradiction_fork) when the two sentences differ in one value of
     ordinary words; `APART` when they do, but it may not be a correction; None when they do not."""
@@ -286,6 +288,7 @@ _COUPLE = re.compile(r"\b(?:married to|engaged to|dating|seeing|going out with|t
 _APART_VERB = r"(?:broke up|broken up|split up|split|separated|divorced)"
 
 
+@lru_cache(maxsize=4096)
 def breakup(old_text: str, new_text: str) -> Same | None:
     """The old sentence names a subject's partner; the new one says the two broke up and names one other person
     after it, the new partner: "Lena's partner is Jonah" / "Lena and Jonah broke up; Lena is with Eli now"."""

@@ -97,3 +97,18 @@ def test_a_swapped_value_is_never_a_duplicate(rules, embedder, old, new):
 def test_a_synonym_is_still_a_duplicate(rules, embedder, old, new):
     d, _ = decide(rules, embedder, old, new)
     assert d.kind == "duplicate", d.reason
+
+
+@pytest.mark.parametrize(("old", "new", "fork"), [
+    ("Oskar Lind works at Fernhill Labs.", "Oskar Lind left Fernhill Labs for Quanta Robotics.", True),
+    ("Bea Holm's gym is Pure Gym Leeds.", "Bea Holm cancelled Pure Gym and joined The Gym Group.", True),
+    # a trip, an errand, an object left somewhere, someone else, a maybe
+    ("Oskar Lind works at Fernhill Labs.", "Oskar Lind left Fernhill Labs for Berlin on Monday.", False),
+    ("Oskar Lind works at Fernhill Labs.", "Oskar Lind left Fernhill Labs early for a lunch with Quanta.", False),
+    ("Oskar Lind works at Fernhill Labs.", "Oskar Lind left his laptop at Fernhill Labs for Quanta.", False),
+    ("Bea Holm's gym is Pure Gym Leeds.", "Bea Holm's husband cancelled Pure Gym and joined The Gym Group.", False),
+])
+def test_left_for_the_next_one(rules, embedder, old, new, fork):
+    """"left X for Y", "cancelled X and joined Y": the old value said gone, the new one named right after it."""
+    d, _ = decide(rules, embedder, old, new)
+    assert (d.kind == "contradiction_fork") is fork, d.reason

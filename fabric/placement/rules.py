@@ -181,9 +181,11 @@ class RuleValidator:
     name = "rule"
     model = None
 
-    def __init__(self, *, near_similarity: float = 0.55, duplicate_similarity: float = 0.92):
+    def __init__(self, *, near_similarity: float = 0.55, duplicate_similarity: float = 0.92,
+                 second_opinion: bool = False):
         self.near_similarity = near_similarity
         self.duplicate_similarity = duplicate_similarity
+        self.second_opinion = second_opinion  # experimental: learned.py where no reading matched
 
     def decide(self, write: IncomingWrite, candidates: Sequence[Candidate]) -> Decision:
         new_words = words(write.content)
@@ -204,6 +206,14 @@ class RuleValidator:
                 continue  # the same kind of sentence about another subject or attribute: not a version
             decision = self._by_frame(write, new_words, c)
             if decision:
+                return with_text_keys(write, in_time(write, decision, candidates), candidates)
+        if self.second_opinion and not write.keyed:
+            from .learned import second_opinion
+
+            opinion = second_opinion(write.content, [c for c in near if c.id not in separate])
+            if opinion is not None:
+                decision = Decision(opinion.kind, opinion.target.id, f"no frame match; the learned second opinion "
+                                    f"reads a {opinion.kind} (p {opinion.probability:.2f})", 0.6, self.name)
                 return with_text_keys(write, in_time(write, decision, candidates), candidates)
         best = near[0].similarity if near else 0.0
         return with_text_keys(write, Decision("new_branch", None, f"no frame match among {len(near)} near memories "

@@ -25,10 +25,11 @@ import re
 from difflib import SequenceMatcher
 from functools import lru_cache
 
-from .align import _ORDINALS, _STOP, Reading, _told_as_past, canonical, read, stem, word_key
+from .align import _ORDINALS, _STOP, Reading, _phrase_vectors, _told_as_past, canonical, read, stem, word_key
 from .attributes import _HYPOTHETICAL
 from .facts import _CURRENCIES, number_key
 from .samefact import _says_change, day, phone_digits
+from .swap import SAME_SENTENCE
 from .validator import words
 
 # Abbreviations, written out before stems are taken.
@@ -315,11 +316,15 @@ def _part_of(new_text: str, was: frozenset[str]) -> bool:
 
 
 def one_word_swapped(old_text: str, new_text: str) -> bool:
-    """Are the two sentences one sentence with one content word swapped for another ("sings alto" / "sings
-    soprano", "shoe size" / "dress size")? Then they say another value or another attribute, never the same."""
+    """Are the two sentences one sentence with one content word swapped for another, not a synonym ("sings alto" /
+    "sings soprano", "shoe size" / "dress size")? Then they say another value or another attribute, never the
+    same."""
     old, new = words(old_text), words(new_text)
     ops = [op for op in SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes() if op[0] != "equal"]
     if len(ops) != 1 or ops[0][0] != "replace" or ops[0][2] - ops[0][1] != 1 or ops[0][4] - ops[0][3] != 1:
         return False
     was, now = old[ops[0][1]], new[ops[0][3]]
-    return was.isalpha() and now.isalpha() and _keys(was) != _keys(now) and bool(_keys(was)) and bool(_keys(now))
+    if not (was.isalpha() and now.isalpha() and _keys(was) != _keys(now) and _keys(was) and _keys(now)):
+        return False
+    va, vb = _phrase_vectors(" ".join(old), " ".join(new))
+    return float(va @ vb) < SAME_SENTENCE  # (near alike by the model: a synonym, "is large" / "is big")

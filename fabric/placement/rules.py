@@ -36,7 +36,7 @@ from functools import lru_cache
 from difflib import SequenceMatcher
 from typing import Any, Sequence
 
-from . import attributes, restate, samefact
+from . import attributes, restate, samefact, swap
 from .align import RELATIVES, Aligned, canonical, clauses, compare_aligned, read, relation_similarity, single_key
 from .attributes import unread
 from .keys import borrow_key, note_key, plain_key, same_attribute, title_key
@@ -262,6 +262,12 @@ class RuleValidator:
         Skoda Octavia" is the same car, in more words, not another one (a title so lengthened is a promotion:
         "Product Manager" -> "Group Product Manager")."""
         verdict, stated = self._read(c, write)
+        if verdict in ("duplicate", "unknown", "separate"):  # a value in ordinary words swapped: never a rewording
+            swapped = swap.breakup(c.content, write.content) or swap.compare(c.content, write.content)
+            if (swapped == swap.APART or swap.stopped(c.content, write.content)) and verdict != "separate":
+                return "separate", None
+            if isinstance(swapped, attributes.Same):
+                return swapped.verdict, _generic(swapped, stated.relation if stated else "")
         if verdict == "duplicate" and (restate.one_word_swapped(c.content, write.content)
                                        or restate.unsaid(c.content, write.content)):
             return "unknown", None  # "sings alto" / "sings soprano", "used to run": never a repeat

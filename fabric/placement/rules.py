@@ -36,7 +36,7 @@ from functools import lru_cache
 from difflib import SequenceMatcher
 from typing import Any, Sequence
 
-from . import attributes, samefact, swap
+from . import attributes, restate, samefact, swap
 from .align import RELATIVES, Aligned, canonical, clauses, compare_aligned, read, relation_similarity, single_key
 from .attributes import unread
 from .keys import borrow_key, note_key, plain_key, same_attribute, title_key
@@ -268,6 +268,9 @@ class RuleValidator:
                 return "separate", None
             if isinstance(swapped, attributes.Same):
                 return swapped.verdict, _generic(swapped, stated.relation if stated else "")
+        if verdict == "duplicate" and (restate.one_word_swapped(c.content, write.content)
+                                       or restate.unsaid(c.content, write.content)):
+            return "unknown", None  # "sings alto" / "sings soprano", "used to run": never a repeat
         if verdict == "contradiction_fork" and stated is not None and not stated.negated \
                 and stated.relation != "job_title" and fuller_value(stated.old_value, stated.new_value):
             return "child_update", replace(stated, how=f"{stated.how}; the old value said more fully")
@@ -299,9 +302,11 @@ class RuleValidator:
         verdict = compare(old, new) if new is not None and old is not None else "unknown"
         if verdict == "separate":
             replaced = samefact.compare(c.content, write.content)  # "sold the Cupra and drives a Leaf"
-            if replaced is None or replaced.verdict != "contradiction_fork":
-                return verdict, None
-            return "contradiction_fork", _generic(replaced, "")
+            if replaced is not None and replaced.verdict == "contradiction_fork":
+                return "contradiction_fork", _generic(replaced, "")
+            if new is not None and restate.restatement(c.content, write.content) == "duplicate":
+                return "duplicate", _restated("duplicate", new.subject, new.relation)  # "my car's a Jazz"
+            return verdict, None
         aligned = compare_aligned(c.content, write.content, relation_similarity, c.similarity)
         if verdict != "unknown" and new is not None and old is not None:  # (the lexicon read both)
             if aligned.veto and (verdict == "contradiction_fork" or _POSSESSED_RELATIVE.search(c.content + " " +
@@ -312,7 +317,14 @@ class RuleValidator:
                 return "separate", None  # "X also joined the Search team": one more value, said outright
             if verdict == "duplicate" and adds_detail(c.content, write.content):
                 verdict = "child_update"  # ", for its soundtrack": one detail word, in a clause of its own
+            if verdict == "contradiction_fork" and restate.restatement(c.content, write.content) == "duplicate":
+                verdict = "duplicate"  # the value read in other spans: "a 2019 Toyota Yaris" / "a Toyota Yaris (2019)"
             return verdict, Statement.from_facts(old, new)
+        if verdict == "unknown":  # the same content in other words, or all of it and more (restate.py)
+            restated = restate.restatement(c.content, write.content)
+            if restated is not None:
+                return ("duplicate" if restated == "duplicate" else "child_update"), _restated(
+                    restated, aligned.subject, aligned.relation)
         if verdict == "unknown" and unread(aligned):  # no shared relation read, no reason seen to separate
             same = attributes.compare(c.content, write.content)
             if same is not None:
@@ -374,7 +386,9 @@ class RuleValidator:
                     value=value if c.subject else None)
             # Otherwise the swapped span is the subject (another fact) or a rewording (maybe a paraphrase).
         if is_paraphrase(c.content, write.content, c.similarity, self.duplicate_similarity) \
-                and not _other_figure(c.content, write.content):
+                and not _other_figure(c.content, write.content) \
+                and not restate.one_word_swapped(c.content, write.content) \
+                and not restate.unsaid(c.content, write.content):
             return Decision("duplicate", c.id, f"paraphrase (similarity {c.similarity:.2f}, same names and numbers)",
                             0.7, self.name)
         return None
@@ -396,6 +410,12 @@ def fuller_value(old: str, new: str) -> bool:
 
 def _value_words(value: str) -> set[str]:
     return {w for w in normalise(value).split() if w not in _STOP_CAPS}
+
+
+def _restated(kind: str, subject: str, relation: str) -> Statement:
+    """A statement restate.py read: the same content (a duplicate) or all of it and more (a refinement); no key."""
+    return Statement(subject, relation, "", "", f"the same content{'' if kind == 'duplicate' else ', and more'} "
+                     "in other words", False)
 
 
 def _generic(same: attributes.Same, relation: str) -> Statement:

@@ -142,10 +142,12 @@ def pregate(write: IncomingWrite, candidates: Sequence[Candidate], *, near_simil
 
 def refined(write: IncomingWrite, c: Candidate) -> bool:
     """Does a text-only write say all a neighbour says and more, however far apart their embeddings ("I have a
-    dog." / "My dog is a three-year-old collie called Pip.": samefact.refines)?"""
+    dog." / "My dog is a three-year-old collie called Pip.": samefact.refines), or restate it in other words
+    (restate.restatement)?"""
+    from .restate import restatement
     from .samefact import refines
 
-    return not write.keyed and refines(c.content, write.content)
+    return not write.keyed and (refines(c.content, write.content) or restatement(c.content, write.content) is not None)
 
 
 def states_same_attribute(write: IncomingWrite, c: Candidate) -> bool:

@@ -463,3 +463,41 @@ def test_small_orgs_share_one_statement_text():
         assert big_a != big_b and "'tenant-a'" in big_a, kw
     vector_a, vector_b = text("tenant-a", True, mode="vector"), text("tenant-b", True, mode="vector")
     assert vector_a != vector_b and "'tenant-a'" in vector_a
+
+
+def test_a_known_org_size_sets_sorts_without_a_count(pg, org):
+    """A time-travel plan held for reuse is made without sorts for an org of MIN_ROWS memories or more. When
+    the org's size is known (org_size, cached), the settings statement takes it as given: an org of two
+    memories said to be that large plans without sorts (counted, it would keep them); a known small one,
+    and an unknown size (counted by the statement), keep sorts."""
+    _insert_memories(pg, org, [("walrus note", "live"), ("quokka note", "live")])
+    pg.commit()
+    from fabric.read.indexes import MIN_ROWS
+    now = datetime.now(timezone.utc)
+    params = search_mod.search_params(org=org, text="walrus", vector=np.full(384, 0.05, dtype=np.float32),
+                                      mode="hybrid", k=5, valid_at=T(2020), known_at=now)
+    for org_rows, expect in ((None, "on"), (2, "on"), (MIN_ROWS, "off")):
+        with pg.transaction():
+            for stmt, args in search_mod.search_settings(params, ef_search=100, iterative=False, generic=True,
+                                                         org_rows=org_rows):
+                pg.execute(stmt, args)
+            assert pg.execute("SELECT current_setting('enable_sort')").fetchone()[0] == expect, org_rows
+        assert pg.execute("SELECT current_setting('enable_sort')").fetchone()[0] == "on"   # transaction-local
+
+
+def test_a_large_orgs_vector_time_travel_reuses_one_plan():
+    """Vector mode's time-travel statement (search_vector_at) is planned once per org, without sorts, for an
+    org of MIN_ROWS memories or more (org_rows); a smaller org's, or one of unknown size, is planned for its
+    values every time (its exact sort is cheap and exact)."""
+    from fabric.read.indexes import MIN_ROWS
+    now = datetime.now(timezone.utc)
+    kw = dict(org="tenant-a", text="", vector=np.full(8, 0.5, dtype=np.float32), mode="vector", k=10,
+              valid_at=T(2020), known_at=now, iterative=True)
+    settings, stmt, _ = search_mod.search_plan(**kw, org_rows=MIN_ROWS)
+    assert stmt is not search_mod.VECTOR_AT_SQL and "'tenant-a'" in stmt
+    assert [a["plan_cache_mode"] for _, a in settings] == ["force_generic_plan"]
+    assert [a["sorts"] for _, a in settings] == [False]
+    for org_rows in (MIN_ROWS - 1, None):
+        settings, stmt, _ = search_mod.search_plan(**kw, org_rows=org_rows)
+        assert stmt is search_mod.VECTOR_AT_SQL
+        assert [(a["plan_cache_mode"], a["sorts"]) for _, a in settings] == [("force_custom_plan", True)]

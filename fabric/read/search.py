@@ -172,16 +172,20 @@ def statement_for(mode: str, iterative: bool = False, current: bool = False, sma
 GENERIC_LITERALS = ("org", "mode", "current", "k", "pool", "scan_limit", "df_cap", "common_df", "rrf_k")
 
 
-def uses_generic_plan(params: dict[str, Any], statement: str) -> bool:
+def uses_generic_plan(params: dict[str, Any], statement: str, large: bool = False) -> bool:
     """A search reuses one plan per org and sizes (generic_statement): the fused modes' `search`, current
     state and time travel (planning the 12-CTE statement was ~1/4 of its server CPU; time travel plans
     without sorts, see `avoids_sorts`), and vector mode's current-state index-scan statement,
-    search_vector_current (0.5 of its 1.8 ms at 20k memories). Vector mode's time-travel reads and
-    search_vector, whose exact-scan branch a generic plan joins badly, are planned for their values
-    every time (see session_settings)."""
+    search_vector_current (0.5 of its 1.8 ms at 20k memories), and its time-travel one, search_vector_at,
+    for an org of MIN_ROWS memories or more (`large`, org_size; planned without sorts, so it walks the
+    HNSW index). search_vector, whose exact-scan branch a generic plan joins badly, and a smaller org's
+    search_vector_at (best sorted exactly, as its custom plan does) are planned for their values every
+    time (see session_settings)."""
     if params["mode"] != "vector":
         return statement is SEARCH_SQL or statement is EXACT_SQL
-    return params["current"] and statement is VECTOR_CURRENT_SQL
+    if params["current"]:
+        return statement is VECTOR_CURRENT_SQL
+    return large and statement is VECTOR_AT_SQL
 
 
 def avoids_sorts(params: dict[str, Any], generic: bool) -> bool:
@@ -454,7 +458,7 @@ def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray 
         include_superseded=include_superseded, live_only=live_only, ef_search=ef_search, pool=pool,
         rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix, current=current,
         iterative=pgvector_version(conn) >= ITERATIVE_SCAN_SINCE,
-        org_rows=org_size(conn, org) if mode != "vector" else None)
+        org_rows=org_size(conn, org))
     rows = _run(conn, settings, statement, params)
     fallback = fallback_for(statement, rows, params)
     if fallback is not None:
@@ -481,7 +485,7 @@ def _run(conn: psycopg.Connection, settings: list[tuple[str, Any]], statement: s
 async def asearch(conn: psycopg.AsyncConnection, **kw: Any) -> list[dict[str, Any]]:
     """`search` on an async connection: the same plan, the same statement, the same rows."""
     iterative = await apgvector_version(conn) >= ITERATIVE_SCAN_SINCE
-    org_rows = await aorg_size(conn, kw["org"]) if kw["mode"] != "vector" else None
+    org_rows = await aorg_size(conn, kw["org"])
     settings, statement, params = search_plan(**kw, iterative=iterative, org_rows=org_rows)
     rows = await _arun(conn, settings, statement, params)
     fallback = fallback_for(statement, rows, params)
@@ -519,7 +523,7 @@ def search_plan(*, org: str, text: str, vector: np.ndarray | None, mode: str, k:
                            current=current)
     exact = small and may_be_exact(mode, current, include_superseded, live_only)
     statement = statement_for(mode, iterative, params["current"], exact)
-    generic = uses_generic_plan(params, statement)
+    generic = uses_generic_plan(params, statement, large=org_rows is not None and org_rows >= MIN_ROWS)
     if generic:
         statement = generic_statement(statement, params, shared=small and mode != "vector")
     return (search_settings(params, ef_search=ef_search, iterative=iterative, generic=generic, org_rows=org_rows),

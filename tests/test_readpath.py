@@ -446,8 +446,8 @@ def test_a_time_travel_search_of_a_small_org_runs_the_exact_statement(fab, pg, o
 
 def test_small_orgs_share_one_statement_text():
     """A fused read of a small org keeps the org a parameter, so every small org runs one text (one
-    prepared plan per connection, not one per tenant); a larger org, and vector mode, keep a text of
-    their own with the org written in (its own plan, its own graph)."""
+    prepared plan per connection, not one per tenant); a larger org, and vector mode's current state,
+    keep a text of their own with the org written in (its own plan, its own graph)."""
     now = datetime.now(timezone.utc)
     vec = np.full(8, 0.5, dtype=np.float32)
 
@@ -487,8 +487,9 @@ def test_a_known_org_size_sets_sorts_without_a_count(pg, org):
 
 def test_a_large_orgs_vector_time_travel_reuses_one_plan():
     """Vector mode's time-travel statement (search_vector_at) is planned once per org, without sorts, for an
-    org of MIN_ROWS memories or more (org_rows); a smaller org's, or one of unknown size, is planned for its
-    values every time (its exact sort is cheap and exact)."""
+    org of MIN_ROWS memories or more (org_rows); once for all small orgs (SMALL_ORG memories or fewer: the
+    org a parameter, sorts kept: the plan sorts the org exactly); for an org between the two, or of unknown
+    size, for its values every time."""
     from fabric.read.indexes import MIN_ROWS
     now = datetime.now(timezone.utc)
     kw = dict(org="tenant-a", text="", vector=np.full(8, 0.5, dtype=np.float32), mode="vector", k=10,
@@ -497,6 +498,9 @@ def test_a_large_orgs_vector_time_travel_reuses_one_plan():
     assert stmt is not search_mod.VECTOR_AT_SQL and "'tenant-a'" in stmt
     assert [a["plan_cache_mode"] for _, a in settings] == ["force_generic_plan"]
     assert [a["sorts"] for _, a in settings] == [False]
+    small = [search_mod.search_plan(**{**kw, "org": org}, org_rows=5) for org in ("tenant-a", "tenant-b")]
+    assert small[0][1] == small[1][1] and "tenant-a" not in small[0][1]
+    assert [(a["plan_cache_mode"], a["sorts"]) for _, a in small[0][0]] == [("force_generic_plan", True)]
     for org_rows in (MIN_ROWS - 1, None):
         settings, stmt, _ = search_mod.search_plan(**kw, org_rows=org_rows)
         assert stmt is search_mod.VECTOR_AT_SQL

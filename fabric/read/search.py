@@ -172,20 +172,21 @@ def statement_for(mode: str, iterative: bool = False, current: bool = False, sma
 GENERIC_LITERALS = ("org", "mode", "current", "k", "pool", "scan_limit", "df_cap", "common_df", "rrf_k")
 
 
-def uses_generic_plan(params: dict[str, Any], statement: str, large: bool = False) -> bool:
+def uses_generic_plan(params: dict[str, Any], statement: str, large: bool = False, small: bool = False) -> bool:
     """A search reuses one plan per org and sizes (generic_statement): the fused modes' `search`, current
     state and time travel (planning the 12-CTE statement was ~1/4 of its server CPU; time travel plans
     without sorts, see `avoids_sorts`), and vector mode's current-state index-scan statement,
     search_vector_current (0.5 of its 1.8 ms at 20k memories), and its time-travel one, search_vector_at,
-    for an org of MIN_ROWS memories or more (`large`, org_size; planned without sorts, so it walks the
-    HNSW index). search_vector, whose exact-scan branch a generic plan joins badly, and a smaller org's
-    search_vector_at (best sorted exactly, as its custom plan does) are planned for their values every
-    time (see session_settings)."""
+    for an org of MIN_ROWS memories or more (`large`, org_size: planned without sorts, so it walks the
+    HNSW index) and for a `small` one (small_org: one plan shared by all small orgs, which sorts the
+    org's memories exactly, as the plan for its values does; 0.64 -> 0.41 ms at 10k memories).
+    search_vector, whose exact-scan branch a generic plan joins badly, and search_vector_at for an org
+    between the two sizes are planned for their values every time (see session_settings)."""
     if params["mode"] != "vector":
         return statement is SEARCH_SQL or statement is EXACT_SQL
     if params["current"]:
         return statement is VECTOR_CURRENT_SQL
-    return large and statement is VECTOR_AT_SQL
+    return (large or small) and statement is VECTOR_AT_SQL
 
 
 def avoids_sorts(params: dict[str, Any], generic: bool) -> bool:
@@ -214,7 +215,8 @@ def generic_statement(statement: str, params: dict[str, Any], *, shared: bool = 
     sizes, which psycopg prepares on the server after a few runs; with plan_cache_mode
     force_generic_plan the server then plans it once, not on every search. At 100k memories (large
     org): server CPU p50 5.4 -> 4.8 ms, the same rows (docs/performance.md).
-    `shared` (a small org: small_org): the org stays a parameter, so every small org shares one text
+    `shared` (a small org's fused read or vector time travel: small_org): the org stays a parameter, so
+    every small org shares one text
     and one plan. psycopg prepares a text after 5 runs on a connection and keeps 100: with a text
     per org, a tenant among many was planned on nearly every search (7.8 ms of server CPU against 3.6
     prepared, 200 memories at 100k); a small org has no graph of its own and the plan for "an org"
@@ -523,9 +525,9 @@ def search_plan(*, org: str, text: str, vector: np.ndarray | None, mode: str, k:
                            current=current)
     exact = small and may_be_exact(mode, current, include_superseded, live_only)
     statement = statement_for(mode, iterative, params["current"], exact)
-    generic = uses_generic_plan(params, statement, large=org_rows is not None and org_rows >= MIN_ROWS)
+    generic = uses_generic_plan(params, statement, large=org_rows is not None and org_rows >= MIN_ROWS, small=small)
     if generic:
-        statement = generic_statement(statement, params, shared=small and mode != "vector")
+        statement = generic_statement(statement, params, shared=small and (mode != "vector" or not params["current"]))
     return (search_settings(params, ef_search=ef_search, iterative=iterative, generic=generic, org_rows=org_rows),
             statement, params)
 

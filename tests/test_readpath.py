@@ -446,8 +446,8 @@ def test_a_time_travel_search_of_a_small_org_runs_the_exact_statement(fab, pg, o
 
 def test_small_orgs_share_one_statement_text():
     """A fused read of a small org keeps the org a parameter, so every small org runs one text (one
-    prepared plan per connection, not one per tenant); a larger org, and vector mode's current state,
-    keep a text of their own with the org written in (its own plan, its own graph)."""
+    prepared plan per connection, not one per tenant), vector mode too; a larger org keeps a text of its
+    own with the org written in (its own plan, its own graph)."""
     now = datetime.now(timezone.utc)
     vec = np.full(8, 0.5, dtype=np.float32)
 
@@ -461,8 +461,11 @@ def test_small_orgs_share_one_statement_text():
         assert a == b and "tenant-a" not in a, kw
         big_a, big_b = text("tenant-a", False, **kw), text("tenant-b", False, **kw)
         assert big_a != big_b and "'tenant-a'" in big_a, kw
-    vector_a, vector_b = text("tenant-a", True, mode="vector"), text("tenant-b", True, mode="vector")
-    assert vector_a != vector_b and "'tenant-a'" in vector_a
+    for kw in ({"mode": "vector"}, {"mode": "vector", "current": False, "valid_at": T(2020)}):
+        vector_a, vector_b = text("tenant-a", True, **kw), text("tenant-b", True, **kw)
+        assert vector_a == vector_b and "tenant-a" not in vector_a, kw
+        big_a = text("tenant-a", False, org_rows=5000, **kw)
+        assert big_a != vector_a and "'tenant-a'" in big_a, kw
 
 
 def test_a_known_org_size_sets_sorts_without_a_count(pg, org):

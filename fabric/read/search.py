@@ -215,8 +215,7 @@ def generic_statement(statement: str, params: dict[str, Any], *, shared: bool = 
     sizes, which psycopg prepares on the server after a few runs; with plan_cache_mode
     force_generic_plan the server then plans it once, not on every search. At 100k memories (large
     org): server CPU p50 5.4 -> 4.8 ms, the same rows (docs/performance.md).
-    `shared` (a small org's fused read or vector time travel: small_org): the org stays a parameter, so
-    every small org shares one text
+    `shared` (a small org: small_org): the org stays a parameter, so every small org shares one text
     and one plan. psycopg prepares a text after 5 runs on a connection and keeps 100: with a text
     per org, a tenant among many was planned on nearly every search (7.8 ms of server CPU against 3.6
     prepared, 200 memories at 100k); a small org has no graph of its own and the plan for "an org"
@@ -527,7 +526,7 @@ def search_plan(*, org: str, text: str, vector: np.ndarray | None, mode: str, k:
     statement = statement_for(mode, iterative, params["current"], exact)
     generic = uses_generic_plan(params, statement, large=org_rows is not None and org_rows >= MIN_ROWS, small=small)
     if generic:
-        statement = generic_statement(statement, params, shared=small and (mode != "vector" or not params["current"]))
+        statement = generic_statement(statement, params, shared=small)
     return (search_settings(params, ef_search=ef_search, iterative=iterative, generic=generic, org_rows=org_rows),
             statement, params)
 

@@ -561,7 +561,7 @@ def _facts(rows: list[dict[str, Any]]) -> list[list[int]]:
             by_subject.setdefault(subject_key(row["subject"]), []).append(i)
     groups = []
     for positions in by_subject.values():
-        if len({value_key(str(rows[i]["value"])) for i in positions}) < 2:
+        if len(positions) < 2 or len({value_key(str(rows[i]["value"])) for i in positions}) < 2:
             continue  # one value (a fact and its details): nothing can disagree, nothing to compare
         owner = {i: i for i in positions}
         for n, i in enumerate(positions):

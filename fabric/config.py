@@ -54,6 +54,10 @@ class Settings(BaseSettings):
     near_similarity: float = 0.55
     # At or above this similarity with no differing words of substance, a paraphrase is a duplicate.
     duplicate_similarity: float = 0.92
+    # Experimental: where the rules find no reading of a text-only write, a small learned model
+    # (fabric/placement/learned.py) may still call it a version of a near memory. Off: it barely beat the
+    # rules on leave-one-set-out (docs/bench/learned_second_opinion.md).
+    learned_second_opinion: bool = False
     # Seconds a placement job may run before RQ kills and retries it; with the LLM validator more (job_timeout_for).
     job_timeout: int = Field(300, ge=1)
     job_retries: int = 3

@@ -242,7 +242,8 @@ def bench(*, settings: Any, use_llm: bool | None = None, pairs_path: str | Path 
     if use_llm is None:
         use_llm = configured or llm_validator is not None
     runs = [run_validator(RuleValidator(near_similarity=settings.near_similarity,
-                                        duplicate_similarity=settings.duplicate_similarity),
+                                        duplicate_similarity=settings.duplicate_similarity,
+                                        second_opinion=settings.learned_second_opinion),
                           cases, near_similarity=settings.near_similarity, pregate=pregate)]
     if use_llm:
         if llm_validator is None:

@@ -36,7 +36,7 @@ from functools import lru_cache
 from difflib import SequenceMatcher
 from typing import Any, Sequence
 
-from . import attributes, samefact
+from . import attributes, samefact, swap
 from .align import RELATIVES, Aligned, canonical, clauses, compare_aligned, read, relation_similarity, single_key
 from .attributes import unread
 from .keys import borrow_key, note_key, plain_key, same_attribute, title_key
@@ -181,9 +181,11 @@ class RuleValidator:
     name = "rule"
     model = None
 
-    def __init__(self, *, near_similarity: float = 0.55, duplicate_similarity: float = 0.92):
+    def __init__(self, *, near_similarity: float = 0.55, duplicate_similarity: float = 0.92,
+                 second_opinion: bool = False):
         self.near_similarity = near_similarity
         self.duplicate_similarity = duplicate_similarity
+        self.second_opinion = second_opinion  # experimental: learned.py where no reading matched
 
     def decide(self, write: IncomingWrite, candidates: Sequence[Candidate]) -> Decision:
         new_words = words(write.content)
@@ -204,6 +206,14 @@ class RuleValidator:
                 continue  # the same kind of sentence about another subject or attribute: not a version
             decision = self._by_frame(write, new_words, c)
             if decision:
+                return with_text_keys(write, in_time(write, decision, candidates), candidates)
+        if self.second_opinion and not write.keyed:
+            from .learned import second_opinion
+
+            opinion = second_opinion(write.content, [c for c in near if c.id not in separate])
+            if opinion is not None:
+                decision = Decision(opinion.kind, opinion.target.id, f"no frame match; the learned second opinion "
+                                    f"reads a {opinion.kind} (p {opinion.probability:.2f})", 0.6, self.name)
                 return with_text_keys(write, in_time(write, decision, candidates), candidates)
         best = near[0].similarity if near else 0.0
         return with_text_keys(write, Decision("new_branch", None, f"no frame match among {len(near)} near memories "
@@ -252,6 +262,12 @@ class RuleValidator:
         Skoda Octavia" is the same car, in more words, not another one (a title so lengthened is a promotion:
         "Product Manager" -> "Group Product Manager")."""
         verdict, stated = self._read(c, write)
+        if verdict in ("duplicate", "unknown", "separate"):  # a value in ordinary words swapped: never a rewording
+            swapped = swap.breakup(c.content, write.content) or swap.compare(c.content, write.content)
+            if (swapped == swap.APART or swap.stopped(c.content, write.content)) and verdict != "separate":
+                return "separate", None
+            if isinstance(swapped, attributes.Same):
+                return swapped.verdict, _generic(swapped, stated.relation if stated else "")
         if verdict == "contradiction_fork" and stated is not None and not stated.negated \
                 and stated.relation != "job_title" and fuller_value(stated.old_value, stated.new_value):
             return "child_update", replace(stated, how=f"{stated.how}; the old value said more fully")

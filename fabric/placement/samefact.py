@@ -310,8 +310,15 @@ def _says_change(old_text: str, new_text: str, *, verbs_only: bool = False) -> b
 
 # An old value said gone: after "replaced", "divorced", "sold (the)", "took over from" (a title between: "Dr").
 _GONE_BEFORE = re.compile(r"\b(?:replac(?:ed|es|ing)|succeed(?:ed|s|ing)?|t(?:ook|aking|akes) over from|instead of"
-                          r"|in place of|divorced|sold|broke up with|split (?:up )?(?:from|with))\s+"
+                          r"|in place of|divorced|sold|broke up with|split (?:up )?(?:from|with)"
+                          r"|left|quit|cancell?ed|dropped)\s+"
                           r"(?:(?:the|his|her|their|its|my|our|dr|mr|mrs|ms|prof)\s+)?$")
+
+
+# Left, with the next one named right after: "left X for Y", "quit X to join Y", "cancelled X and joined Y".
+_LEFT_BEFORE = re.compile(r"\b(?:left|quit|cancell?ed|dropped)\s+(?:(?:the|his|her|their|my|our)\s+)?$")
+_FOR_NEXT = re.compile(r"\s+(?:for|to join|and (?:joined|switched to|moved to|went to|signed up (?:with|for|at)))"
+                       r"\s+(?:the\s+)?")
 
 
 def _replacement(old: Reading, new: Reading, old_text: str, new_text: str) -> Same | None:
@@ -343,6 +350,9 @@ def _replacer(r: Reading, gone: Anchor, added: Anchor) -> bool:
     "stepped down". "Kai replaced Lena Ortiz as lead at Fenwick" names no one in Lena's place."""
     if _GONE_AFTER.match(r.text[gone.end:]):
         return True
+    if _LEFT_BEFORE.search(r.text[:gone.start]):  # "left Lumen Labs for Quanta", "cancelled X and joined Y"
+        return _FOR_NEXT.fullmatch(r.text[gone.end:added.start]) is not None \
+            and not any(a.start > added.end for a in r.anchors)  # "left X for Berlin on Monday": a trip
     if re.search(r"\b(?:replac|succeed|t(?:ook|aking|akes) over)\w*\s+(?:\w+\s+)?$", r.text[:gone.start]):
         before = [a for a in r.anchors if a.end <= gone.start]
         return bool(before) and before[-1] is added

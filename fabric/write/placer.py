@@ -28,7 +28,8 @@ def make_validator(settings: Settings, kind: str | None = None, *, rules_first: 
         from ..placement.rules import RuleValidator
 
         return RuleValidator(near_similarity=settings.near_similarity,
-                             duplicate_similarity=settings.duplicate_similarity)
+                             duplicate_similarity=settings.duplicate_similarity,
+                             second_opinion=settings.learned_second_opinion)
     if kind == "llm":
         from ..placement.llm import LLMValidator
 

@@ -11,7 +11,8 @@ import psycopg
 
 from fabric.bench import scale as sc
 from fabric.db import migrate
-from fabric.read.search import EXACT_SQL, SEARCH_SQL, search, search_params, search_plan, search_settings
+from fabric.read.search import (EXACT_SQL, SEARCH_SQL, org_size, search, search_params, search_plan,
+                                 search_settings)
 from fabric.sql import q
 
 
@@ -125,19 +126,30 @@ def test_an_org_with_its_own_hnsw_index_is_searched_through_it(database_url):
         # `org = $1` could not match the index's `WHERE org = '...'`).
         # A time-travel hybrid search too (planned with enable_sort off for an org of MIN_ROWS memories or
         # more, search.avoids_sorts): its held plan walks the shared index of every memory for the large
-        # org, where a generic plan with sorts sorted the whole org by distance.
+        # org, where a generic plan with sorts sorted the whole org by distance; and vector mode's
+        # time-travel statement, search_vector_at, of that org (an org of MIN_ROWS memories or more). A small
+        # org's search_vector_at runs the plan all small orgs share (the org a parameter): it sorts the
+        # org's memories exactly, it does not walk the graph of every memory.
         modes = (("hybrid", "%lex_leg%"), ("vector", "%NULL::bigint AS lexical_rank%"))
         runs = [(mode, marker, True, org, expect)
                 for (mode, marker), (org, expect) in itertools.product(modes, ((medium, own["current_embeddings"]),
                                                                                (large, None)))]
         runs.append(("hybrid", "%lex_leg%", False, large, "ix_memories_embedding_hnsw"))
+        runs.append(("vector", "%a.superseded_by, a.placement%", False, large, "ix_memories_embedding_hnsw"))
+        small = c.orgs[c.small_org]
+        runs.append(("vector", "%a.superseded_by, a.placement%", False, small, "exact"))
         assert len(c.org_memories(c.large_org)) >= indexes.MIN_ROWS
+        with db.connect() as conn:
+            org_rows = {o: org_size(conn, o) for o in (medium, large, small)}
+        assert org_rows == {medium: indexes.MIN_ROWS, large: indexes.MIN_ROWS,   # its own graph; counted
+                            small: len(c.org_memories(c.small_org))}
         for mode, marker, current, org, expect in runs:
             valid_at = now if current else now - timedelta(days=200)
             settings, stmt, params = search_plan(org=org, text="what about the ledger", vector=c.vectors[member],
                                                  mode=mode, k=10, valid_at=valid_at, known_at=now, current=current,
-                                                 iterative=True)
-            assert stmt not in (SEARCH_SQL, VECTOR_CURRENT_SQL) and f"'{org}'" in stmt
+                                                 iterative=True, org_rows=org_rows[org])
+            assert stmt not in (SEARCH_SQL, VECTOR_CURRENT_SQL, VECTOR_AT_SQL)
+            assert (f"'{org}'" in stmt) == (org != small)
             with db.connect() as conn:
                 for _ in range(6):
                     with conn.transaction():
@@ -157,11 +169,13 @@ def test_an_org_with_its_own_hnsw_index_is_searched_through_it(database_url):
                     # parameters of a utility statement cannot be bound: written in as literals
                     cur = psycopg.ClientCursor(conn).execute(explain, params)
                     plan = "\n".join(next(iter(r.values())) for r in cur)
-            if expect:
+            if expect == "exact":
+                assert "Sort" in plan and "hnsw" not in plan, plan
+            elif expect:
                 assert expect in plan, plan
             else:
                 assert "_embedding_org_" not in plan and "ix_current_embeddings_embedding_hnsw" in plan, plan
-            if not current:   # the index scan is in `ann`, not a sort of the org's rows
+            if not current and mode == "hybrid":   # the index scan is in `ann`, not a sort of the org's rows
                 ann = _plan_section(plan.splitlines(), "ann")
                 assert expect in ann and "Seq Scan" not in ann, ann
         with psycopg.connect(db.url, autocommit=True) as conn:

@@ -446,8 +446,8 @@ def test_a_time_travel_search_of_a_small_org_runs_the_exact_statement(fab, pg, o
 
 def test_small_orgs_share_one_statement_text():
     """A fused read of a small org keeps the org a parameter, so every small org runs one text (one
-    prepared plan per connection, not one per tenant); a larger org, and vector mode, keep a text of
-    their own with the org written in (its own plan, its own graph)."""
+    prepared plan per connection, not one per tenant), vector mode too; a larger org keeps a text of its
+    own with the org written in (its own plan, its own graph)."""
     now = datetime.now(timezone.utc)
     vec = np.full(8, 0.5, dtype=np.float32)
 
@@ -461,5 +461,50 @@ def test_small_orgs_share_one_statement_text():
         assert a == b and "tenant-a" not in a, kw
         big_a, big_b = text("tenant-a", False, **kw), text("tenant-b", False, **kw)
         assert big_a != big_b and "'tenant-a'" in big_a, kw
-    vector_a, vector_b = text("tenant-a", True, mode="vector"), text("tenant-b", True, mode="vector")
-    assert vector_a != vector_b and "'tenant-a'" in vector_a
+    for kw in ({"mode": "vector"}, {"mode": "vector", "current": False, "valid_at": T(2020)}):
+        vector_a, vector_b = text("tenant-a", True, **kw), text("tenant-b", True, **kw)
+        assert vector_a == vector_b and "tenant-a" not in vector_a, kw
+        big_a = text("tenant-a", False, org_rows=5000, **kw)
+        assert big_a != vector_a and "'tenant-a'" in big_a, kw
+
+
+def test_a_known_org_size_sets_sorts_without_a_count(pg, org):
+    """A time-travel plan held for reuse is made without sorts for an org of MIN_ROWS memories or more. When
+    the org's size is known (org_size, cached), the settings statement takes it as given: an org of two
+    memories said to be that large plans without sorts (counted, it would keep them); a known small one,
+    and an unknown size (counted by the statement), keep sorts."""
+    _insert_memories(pg, org, [("walrus note", "live"), ("quokka note", "live")])
+    pg.commit()
+    from fabric.read.indexes import MIN_ROWS
+    now = datetime.now(timezone.utc)
+    params = search_mod.search_params(org=org, text="walrus", vector=np.full(384, 0.05, dtype=np.float32),
+                                      mode="hybrid", k=5, valid_at=T(2020), known_at=now)
+    for org_rows, expect in ((None, "on"), (2, "on"), (MIN_ROWS, "off")):
+        with pg.transaction():
+            for stmt, args in search_mod.search_settings(params, ef_search=100, iterative=False, generic=True,
+                                                         org_rows=org_rows):
+                pg.execute(stmt, args)
+            assert pg.execute("SELECT current_setting('enable_sort')").fetchone()[0] == expect, org_rows
+        assert pg.execute("SELECT current_setting('enable_sort')").fetchone()[0] == "on"   # transaction-local
+
+
+def test_a_large_orgs_vector_time_travel_reuses_one_plan():
+    """Vector mode's time-travel statement (search_vector_at) is planned once per org, without sorts, for an
+    org of MIN_ROWS memories or more (org_rows); once for all small orgs (SMALL_ORG memories or fewer: the
+    org a parameter, sorts kept: the plan sorts the org exactly); for an org between the two, or of unknown
+    size, for its values every time."""
+    from fabric.read.indexes import MIN_ROWS
+    now = datetime.now(timezone.utc)
+    kw = dict(org="tenant-a", text="", vector=np.full(8, 0.5, dtype=np.float32), mode="vector", k=10,
+              valid_at=T(2020), known_at=now, iterative=True)
+    settings, stmt, _ = search_mod.search_plan(**kw, org_rows=MIN_ROWS)
+    assert stmt is not search_mod.VECTOR_AT_SQL and "'tenant-a'" in stmt
+    assert [a["plan_cache_mode"] for _, a in settings] == ["force_generic_plan"]
+    assert [a["sorts"] for _, a in settings] == [False]
+    small = [search_mod.search_plan(**{**kw, "org": org}, org_rows=5) for org in ("tenant-a", "tenant-b")]
+    assert small[0][1] == small[1][1] and "tenant-a" not in small[0][1]
+    assert [(a["plan_cache_mode"], a["sorts"]) for _, a in small[0][0]] == [("force_generic_plan", True)]
+    for org_rows in (MIN_ROWS - 1, None):
+        settings, stmt, _ = search_mod.search_plan(**kw, org_rows=org_rows)
+        assert stmt is search_mod.VECTOR_AT_SQL
+        assert [(a["plan_cache_mode"], a["sorts"]) for _, a in settings] == [("force_custom_plan", True)]

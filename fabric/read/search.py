@@ -172,16 +172,21 @@ def statement_for(mode: str, iterative: bool = False, current: bool = False, sma
 GENERIC_LITERALS = ("org", "mode", "current", "k", "pool", "scan_limit", "df_cap", "common_df", "rrf_k")
 
 
-def uses_generic_plan(params: dict[str, Any], statement: str) -> bool:
+def uses_generic_plan(params: dict[str, Any], statement: str, large: bool = False, small: bool = False) -> bool:
     """A search reuses one plan per org and sizes (generic_statement): the fused modes' `search`, current
     state and time travel (planning the 12-CTE statement was ~1/4 of its server CPU; time travel plans
     without sorts, see `avoids_sorts`), and vector mode's current-state index-scan statement,
-    search_vector_current (0.5 of its 1.8 ms at 20k memories). Vector mode's time-travel reads and
-    search_vector, whose exact-scan branch a generic plan joins badly, are planned for their values
-    every time (see session_settings)."""
+    search_vector_current (0.5 of its 1.8 ms at 20k memories), and its time-travel one, search_vector_at,
+    for an org of MIN_ROWS memories or more (`large`, org_size: planned without sorts, so it walks the
+    HNSW index) and for a `small` one (small_org: one plan shared by all small orgs, which sorts the
+    org's memories exactly, as the plan for its values does; 0.64 -> 0.41 ms at 10k memories).
+    search_vector, whose exact-scan branch a generic plan joins badly, and search_vector_at for an org
+    between the two sizes are planned for their values every time (see session_settings)."""
     if params["mode"] != "vector":
         return statement is SEARCH_SQL or statement is EXACT_SQL
-    return params["current"] and statement is VECTOR_CURRENT_SQL
+    if params["current"]:
+        return statement is VECTOR_CURRENT_SQL
+    return (large or small) and statement is VECTOR_AT_SQL
 
 
 def avoids_sorts(params: dict[str, Any], generic: bool) -> bool:
@@ -269,18 +274,29 @@ def custom_plans(settings: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
              else args) for stmt, args in settings]
 
 
-# An org with a graph of its own (`fabric index orgs`; under SMALL_ORG only with its min_rows lowered)
-# counts as large: its reads go through that graph, with plans of their own (generic_statement).
+# An org with a graph of its own (`fabric index orgs`; under MIN_ROWS only with its min_rows lowered)
+# counts as large: its reads go through that graph, with plans of their own (generic_statement), and a
+# time-travel plan walks it (avoids_sorts).
 _ORG_SIZE_SQL = ("SELECT CASE WHEN to_regclass(%(own)s) IS NULL THEN count(*) ELSE %(limit)s END "
                  "FROM (SELECT 1 FROM fabric.memories WHERE org = %(org)s LIMIT %(limit)s) m")
 
 
 def _org_size_params(org: str) -> dict[str, Any]:
-    return {"org": org, "limit": SMALL_ORG + 1, "own": "fabric." + org_index_name("current_embeddings", org)}
+    return {"org": org, "limit": MIN_ROWS, "own": "fabric." + org_index_name("current_embeddings", org)}
 
 
-# (database, org) -> (its memories counted up to SMALL_ORG + 1, when they were counted: time.monotonic())
+# (database, org) -> (its memories counted up to MIN_ROWS, when they were counted: time.monotonic())
 _org_sizes: dict[tuple[str, str], tuple[int, float]] = {}
+# each connection's dsn, read once: conn.info.dsn parses the connection's parameters on every call
+# (~0.3 ms of the client's CPU, a fifth of a small org's search)
+_dsns: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def _org_key(conn: Any, org: str) -> tuple[str, str]:
+    dsn = _dsns.get(conn)
+    if dsn is None:
+        dsn = _dsns[conn] = conn.info.dsn
+    return dsn, org
 
 
 def _known_size(key: tuple[str, str]) -> int | None:
@@ -302,27 +318,32 @@ def may_be_exact(mode: str, current: bool, include_superseded: bool, live_only: 
     return mode != "vector" and not ((current and not include_superseded) or live_only)
 
 
-def small_org(conn: psycopg.Connection, org: str) -> bool:
-    """Has `org` SMALL_ORG memories or fewer, and no graph of its own (search_exact, generic_statement)?
+def org_size(conn: psycopg.Connection, org: str) -> int:
+    """`org`'s memories (every state) counted up to MIN_ROWS; MIN_ROWS for an org with a graph of its own.
     Counted at most every ORG_SIZE_TTL seconds per database: a count an org has since outgrown (or grown
-    into) only picks the other path, and both answer."""
-    key = (conn.info.dsn, org)
+    into) only picks the other path (search_exact, a shared plan, sorts), and both answer."""
+    key = _org_key(conn, org)
     size = _known_size(key)
     if size is None:
         row = conn.cursor(row_factory=tuple_row).execute(_ORG_SIZE_SQL, _org_size_params(org)).fetchone()
         size = _remember_size(key, row[0] if row else 0)
-    return size <= SMALL_ORG
+    return size
 
 
-async def asmall_org(conn: psycopg.AsyncConnection, org: str) -> bool:
-    """`small_org` on an async connection."""
-    key = (conn.info.dsn, org)
+async def aorg_size(conn: psycopg.AsyncConnection, org: str) -> int:
+    """`org_size` on an async connection."""
+    key = _org_key(conn, org)
     size = _known_size(key)
     if size is None:
         cur = await conn.cursor(row_factory=tuple_row).execute(_ORG_SIZE_SQL, _org_size_params(org))
         row = await cur.fetchone()
         size = _remember_size(key, row[0] if row else 0)
-    return size <= SMALL_ORG
+    return size
+
+
+def small_org(conn: psycopg.Connection, org: str) -> bool:
+    """Has `org` SMALL_ORG memories or fewer, and no graph of its own (search_exact, generic_statement)?"""
+    return org_size(conn, org) <= SMALL_ORG
 
 
 _SETTINGS_SQL = """
@@ -331,8 +352,10 @@ SELECT set_config('hnsw.ef_search',
                   ::int::text, true),
        set_config('jit', 'off', true),
        set_config('plan_cache_mode', %(plan_cache_mode)s, true),
-       set_config('enable_sort', CASE WHEN %(sorts)s THEN current_setting('enable_sort')
-                                      -- an org under MIN_ROWS memories is best sorted exactly (avoids_sorts)
+       set_config('enable_sort', CASE WHEN %(sorts)s::boolean THEN current_setting('enable_sort')
+                                      WHEN NOT %(sorts)s::boolean THEN 'off'
+                                      -- sorts not decided by the caller (NULL): an org under MIN_ROWS
+                                      -- memories is best sorted exactly (avoids_sorts)
                                       WHEN (SELECT count(*) FROM (SELECT 1 FROM fabric.memories
                                                                   WHERE org = %(org)s LIMIT %(min_rows)s) o)
                                            < %(min_rows)s THEN current_setting('enable_sort')
@@ -371,7 +394,7 @@ async def apgvector_version(conn: psycopg.AsyncConnection) -> tuple[int, ...]:
 
 
 def session_settings(*, ef_search: int, iterative: bool = False, index: str = ALL_INDEX,
-                     org_index: str | None = None, generic: bool = False, sorts: bool = True,
+                     org_index: str | None = None, generic: bool = False, sorts: bool | None = True,
                      org: str | None = None) -> list[tuple[str, Any]]:
     """Transaction-local settings a search runs with: the HNSW candidate list (ef_search, scaled up
     with the size of the index searched: `org_index`, the org's own partial index when it exists
@@ -381,8 +404,8 @@ def session_settings(*, ef_search: int, iterative: bool = False, index: str = AL
     preparation lets the server pick after a few runs) was measured at ~370 ms against ~17 ms for the
     custom one at 100k memories -- planned for an unknown k, it joins through sequential scans.
     `generic`: the statement carries its org and sizes as literals (`generic_statement`), so the plan
-    the server keeps for it is the one to reuse; `sorts` False: plan it with enable_sort off, unless `org`
-    has fewer than MIN_ROWS memories (avoids_sorts)."""
+    the server keeps for it is the one to reuse; `sorts` False: plan it with enable_sort off; None: off
+    unless `org` has fewer than MIN_ROWS memories, counted by the statement (avoids_sorts)."""
     # No parallel workers: the exact-scan branch would start them on every query even when its
     # one-time filter skips it (~18 ms at 1M; docs/performance.md).
     # relaxed_order (iterative): the statements re-sort the rows by distance themselves.
@@ -392,11 +415,13 @@ def session_settings(*, ef_search: int, iterative: bool = False, index: str = AL
         "sorts": sorts, "org": org, "min_rows": MIN_ROWS})]
 
 
-def search_settings(params: dict[str, Any], *, ef_search: int, iterative: bool, generic: bool = False
-                    ) -> list[tuple[str, Any]]:
+def search_settings(params: dict[str, Any], *, ef_search: int, iterative: bool, generic: bool = False,
+                    org_rows: int | None = None) -> list[tuple[str, Any]]:
     """The session settings for one search with `params` (from search_params); `iterative`: the server's
     pgvector has iterative index scans (pgvector_version >= ITERATIVE_SCAN_SINCE); `generic`: the
-    statement carries its org and sizes as literals (uses_generic_plan, generic_statement)."""
+    statement carries its org and sizes as literals (uses_generic_plan, generic_statement); `org_rows`:
+    the org's size as org_size counts it, when known (else the settings statement counts it, when a
+    plan without sorts is asked: up to MIN_ROWS rows on every search)."""
     if params["mode"] == "vector" or iterative:
         ef = max(ef_search, params["pool"])
     else:
@@ -408,7 +433,15 @@ def search_settings(params: dict[str, Any], *, ef_search: int, iterative: bool, 
     return session_settings(ef_search=ef, iterative=iterative,
                             index=CURRENT_INDEX if params["current"] else ALL_INDEX,
                             org_index="fabric." + org_index_name(table, params["org"]),
-                            generic=generic, sorts=not avoids_sorts(params, generic), org=params["org"])
+                            generic=generic, sorts=_sorts(params, generic, org_rows), org=params["org"])
+
+
+def _sorts(params: dict[str, Any], generic: bool, org_rows: int | None) -> bool | None:
+    """session_settings' `sorts`: True unless avoids_sorts; then False for an org of MIN_ROWS memories or
+    more, True for a smaller one, None (counted by the settings statement) when its size is not known."""
+    if not avoids_sorts(params, generic):
+        return True
+    return None if org_rows is None else org_rows < MIN_ROWS
 
 
 def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray | None, mode: str, k: int,
@@ -426,7 +459,7 @@ def search(conn: psycopg.Connection, *, org: str, text: str, vector: np.ndarray 
         include_superseded=include_superseded, live_only=live_only, ef_search=ef_search, pool=pool,
         rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix, current=current,
         iterative=pgvector_version(conn) >= ITERATIVE_SCAN_SINCE,
-        small=mode != "vector" and small_org(conn, org))
+        org_rows=org_size(conn, org))
     rows = _run(conn, settings, statement, params)
     fallback = fallback_for(statement, rows, params)
     if fallback is not None:
@@ -453,8 +486,8 @@ def _run(conn: psycopg.Connection, settings: list[tuple[str, Any]], statement: s
 async def asearch(conn: psycopg.AsyncConnection, **kw: Any) -> list[dict[str, Any]]:
     """`search` on an async connection: the same plan, the same statement, the same rows."""
     iterative = await apgvector_version(conn) >= ITERATIVE_SCAN_SINCE
-    small = kw["mode"] != "vector" and await asmall_org(conn, kw["org"])
-    settings, statement, params = search_plan(**kw, iterative=iterative, small=small)
+    org_rows = await aorg_size(conn, kw["org"])
+    settings, statement, params = search_plan(**kw, iterative=iterative, org_rows=org_rows)
     rows = await _arun(conn, settings, statement, params)
     fallback = fallback_for(statement, rows, params)
     if fallback is not None:
@@ -477,20 +510,25 @@ def search_plan(*, org: str, text: str, vector: np.ndarray | None, mode: str, k:
                 known_at: datetime, include_superseded: bool = False, live_only: bool = False,
                 ef_search: int = 100, pool: int | None = None, rrf_k: int = RRF_K, df_cap: int = DF_CAP,
                 names: bool = True, subject_prefix: str | None = None, current: bool = False,
-                iterative: bool = False, small: bool = False) -> tuple[list[tuple[str, Any]], str, dict[str, Any]]:
+                iterative: bool = False, small: bool = False, org_rows: int | None = None
+                ) -> tuple[list[tuple[str, Any]], str, dict[str, Any]]:
     """(session settings, statement, parameters) of one search; `small`: the org has SMALL_ORG memories
     or fewer (small_org): a fused time-travel read is computed exactly (may_be_exact), and a fused read
-    shares one plan with every small org (generic_statement)."""
+    shares one plan with every small org (generic_statement). `org_rows`: the org's size (org_size), when
+    counted; it sets `small`, and spares the settings statement its own count (search_settings)."""
+    if org_rows is not None:
+        small = org_rows <= SMALL_ORG
     params = search_params(org=org, text=text, vector=vector, mode=mode, k=k, valid_at=valid_at,
                            known_at=known_at, include_superseded=include_superseded, live_only=live_only,
                            pool=pool, rrf_k=rrf_k, df_cap=df_cap, names=names, subject_prefix=subject_prefix,
                            current=current)
     exact = small and may_be_exact(mode, current, include_superseded, live_only)
     statement = statement_for(mode, iterative, params["current"], exact)
-    generic = uses_generic_plan(params, statement)
+    generic = uses_generic_plan(params, statement, large=org_rows is not None and org_rows >= MIN_ROWS, small=small)
     if generic:
-        statement = generic_statement(statement, params, shared=small and mode != "vector")
-    return search_settings(params, ef_search=ef_search, iterative=iterative, generic=generic), statement, params
+        statement = generic_statement(statement, params, shared=small)
+    return (search_settings(params, ef_search=ef_search, iterative=iterative, generic=generic, org_rows=org_rows),
+            statement, params)
 
 
 def search_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -523,7 +561,7 @@ def _facts(rows: list[dict[str, Any]]) -> list[list[int]]:
             by_subject.setdefault(subject_key(row["subject"]), []).append(i)
     groups = []
     for positions in by_subject.values():
-        if len({value_key(str(rows[i]["value"])) for i in positions}) < 2:
+        if len(positions) < 2 or len({value_key(str(rows[i]["value"])) for i in positions}) < 2:
             continue  # one value (a fact and its details): nothing can disagree, nothing to compare
         owner = {i: i for i in positions}
         for n, i in enumerate(positions):

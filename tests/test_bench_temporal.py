@@ -183,23 +183,24 @@ def test_the_llm_backends_run_beside_the_rules_in_one_run(fab, tmp_path):
 
 
 def test_an_llm_backend_asks_the_model_where_the_rules_are_unsure(fab):
-    """Two writes the rules cannot settle ("single" / "married": no lexicon frame, no alignment) go to
-    the model; its scripted answer is what is placed, and the call's time comes from the decision log."""
+    """Two writes the rules cannot settle ("a night owl" / "a morning person": no lexicon frame, no
+    alignment, no closed scale of values; "single" / "married" the rules now read themselves) go to the
+    model; its scripted answer is what is placed, and the call's time comes from the decision log."""
     from tests.openai_stub import OpenAIStub, answer
 
     stub = OpenAIStub(model="stub-model")
     run_id = uuid.uuid4().hex[:8]
     t0 = tb.EPOCH
     case = tb.Case("c1", "staleness", facts={
-        "a": tb.Fact("a", "Carlos", "status", "single", "Carlos is single.", t0, "version", 0),
-        "b": tb.Fact("b", "Carlos", "status", "married", "Carlos is married.", t0 + timedelta(days=400),
+        "a": tb.Fact("a", "Carlos", "chronotype", "night owl", "Carlos is a night owl.", t0, "version", 0),
+        "b": tb.Fact("b", "Carlos", "chronotype", "morning person", "Carlos is a morning person.", t0 + timedelta(days=400),
                      "version", 1)}, phases={1: ["a"], 2: ["b"]})
     fab_llm = tb.llm_fabric(fab, tb.LLMEndpoint(stub.base_url, "stub-model", "k"), run_id)
     try:
         # The validator applies a correction only when the old value the model names is in the target.
-        married = answer("contradiction_fork", target="m1", subject="Carlos", relation="status", value="married",
-                         target_value="single", reason="scripted: married now")
-        stub.script(default=lambda body: married)
+        morning = answer("contradiction_fork", target="m1", subject="Carlos", relation="chronotype",
+                         value="morning person", target_value="night owl", reason="scripted: an early riser now")
+        stub.script(default=lambda body: morning)
         backend = tb.FabricBackend(fab_llm, keyed=False, run_id=run_id, llm=True)
         for phase in (1, 2):
             backend.ingest(phase, [case])
@@ -212,8 +213,8 @@ def test_an_llm_backend_asks_the_model_where_the_rules_are_unsure(fab):
     assert stub.count == st.llm_calls == 1 and len(st.llm_ms) == 1 and st.llm_ms[0] > 0
     placed = st.placements["c1"][1]
     assert placed["validator"] == "llm" and placed["decision"] == "contradiction_fork"
-    assert "scripted: married now" in placed["reason"]
-    assert [m.content for m in fab.belief_state(org=backend.org(case))] == ["Carlos is married."]
+    assert "scripted: an early riser now" in placed["reason"]
+    assert [m.content for m in fab.belief_state(org=backend.org(case))] == ["Carlos is a morning person."]
 
 
 def test_an_llm_backend_without_an_endpoint_is_refused(monkeypatch):

@@ -193,8 +193,8 @@ def test_an_llm_backend_asks_the_model_where_the_rules_are_unsure(fab):
     t0 = tb.EPOCH
     case = tb.Case("c1", "staleness", facts={
         "a": tb.Fact("a", "Carlos", "chronotype", "night owl", "Carlos is a night owl.", t0, "version", 0),
-        "b": tb.Fact("b", "Carlos", "chronotype", "morning person", "Carlos is a morning person.", t0 + timedelta(days=400),
-                     "version", 1)}, phases={1: ["a"], 2: ["b"]})
+        "b": tb.Fact("b", "Carlos", "chronotype", "morning person", "Carlos is a morning person.",
+                     t0 + timedelta(days=400), "version", 1)}, phases={1: ["a"], 2: ["b"]})
     fab_llm = tb.llm_fabric(fab, tb.LLMEndpoint(stub.base_url, "stub-model", "k"), run_id)
     try:
         # The validator applies a correction only when the old value the model names is in the target.

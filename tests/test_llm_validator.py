@@ -460,9 +460,10 @@ def test_worker_places_by_the_llm_decision(llm_fab, stub, org):
 
 
 def test_worker_parks_a_write_whose_answers_are_all_malformed(llm_fab, stub, org):
-    base = llm_fab.wait(llm_fab.write("The data center runs on solar power.", org=org), timeout=60)
+    # A pair the rules cannot settle (no lexicon frame, no alignment, no closed scale): the model is asked.
+    base = llm_fab.wait(llm_fab.write("Carlos is a night owl.", org=org), timeout=60)
     stub.script(default="{oops, not json")
-    r = llm_fab.write("The data center runs mostly on solar power.", org=org)
+    r = llm_fab.write("Carlos is a morning person.", org=org)
     with pytest.raises(PlacementParked) as err:
         llm_fab.wait(r, timeout=60)
     assert "malformed output" in err.value.error and "2 attempt(s)" in err.value.error

@@ -177,16 +177,16 @@ def test_parallel_conflicting_writes_leave_one_live_version(bare, database_url, 
             for value in ("Amber", "Birch", "Cedar", "Delta"):
                 bare.write(f"The release codename is {value}.", org=org, subject="release", relation="codename",
                            value=value, valid_from=when)
-            # And unkeyed: the same frame with different values.
-            for value in ("north", "south", "east"):
-                bare.write(f"The standby generator sits in the {value} wing.", org=org, valid_from=when)
+            # And unkeyed: one attribute the rules read, with different values.
+            for value in ("Ana Birch", "Cedric Moss", "Dalia Ortiz"):
+                bare.write(f"The chief executive of Halcyon Robotics is {value}.", org=org, valid_from=when)
         for org in orgs:
             bare.drain(org=org, timeout=120)
         for org in orgs:
             keyed = pg.execute("SELECT count(*) FROM fabric_api.belief_state(%s) WHERE subject = 'release' "
                                "AND relation = 'codename'", (org,)).fetchone()[0]
             unkeyed = pg.execute("SELECT count(*) FROM fabric_api.belief_state(%s) WHERE content LIKE "
-                                 "'The standby generator%%'", (org,)).fetchone()[0]
+                                 "'The chief executive of Halcyon%%'", (org,)).fetchone()[0]
             assert keyed == 1, org
             assert unkeyed == 1, org
     finally:

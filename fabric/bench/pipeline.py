@@ -354,14 +354,12 @@ def kill_campaign(server_url: str, redis_url: str, *, writes: int = 1000, kills:
                                              "status <> 'pending'", {"o": orgs}))["n"]
 
                 for k, start in enumerate(range(0, len(batch), per_round)):
+                    before = settled()
                     fab.write_many(batch[start:start + per_round])
-                    # Let placement progress between kills (a worker needs seconds to start): wait up to
-                    # 10 s for a write to settle. The victim: the first worker seen running a job (within 15 s: a
+                    # The victim: the first worker seen running a job of this round's writes (within 15 s: a
                     # replacement started under load takes that long to take a job), killed 0-300 ms into it so
-                    # some of its chunks may have committed; else a random one.
-                    before, deadline = settled(), time.monotonic() + 10
-                    while settled() == before and time.monotonic() < deadline:
-                        time.sleep(0.05)
+                    # some of its chunks may have committed; else a random one. Looked for at once: placement
+                    # can settle a whole round in less time than a wait for its first write would take.
                     deadline, victim = time.monotonic() + 15, None
                     while victim is None and time.monotonic() < deadline:
                         victim = next((int(i) for i in rng.permutation(len(procs))
@@ -375,6 +373,11 @@ def kill_campaign(server_url: str, redis_url: str, *, writes: int = 1000, kills:
                     procs[victim] = _spawn_workers(1, db.url, redis_url, queue_name, server.base_url,
                                                    extra_env=RECONCILE_ENV, first=workers + spawned)[0]
                     names[victim] = f"{queue_name}-{workers + spawned}"
+                    # Let placement progress between kills (a worker needs seconds to start): wait up to 10 s for
+                    # one more write of the round to settle.
+                    deadline = time.monotonic() + 10
+                    while settled() == before and time.monotonic() < deadline:
+                        time.sleep(0.05)
                     if (k + 1) % 10 == 0:
                         progress(f"  {k + 1} kills, {start + per_round} writes sent, {settled()} settled")
                 last_kill = time.perf_counter()

@@ -54,10 +54,10 @@ class Settings(BaseSettings):
     near_similarity: float = 0.55
     # At or above this similarity with no differing words of substance, a paraphrase is a duplicate.
     duplicate_similarity: float = 0.92
-    # Experimental: where the rules find no reading of a text-only write, a small learned model
-    # (fabric/placement/learned.py) may still call it a version of a near memory. Off: it barely beat the
-    # rules on leave-one-set-out (docs/bench/learned_second_opinion.md).
-    learned_second_opinion: bool = False
+    # Where the rules (or the pre-gate) leave a text-only write a new branch, a small learned model
+    # (fabric/placement/learned.py) may still read it as a version of a neighbour: blind v7 pairs 82 -> 109 of
+    # 150 with no more wrong invalidations (docs/bench/learned_second_opinion.md). Off: the rules alone.
+    learned_second_opinion: bool = True
     # Seconds a placement job may run before RQ kills and retries it; with the LLM validator more (job_timeout_for).
     job_timeout: int = Field(300, ge=1)
     job_retries: int = 3

@@ -36,10 +36,11 @@ def snapshot(pg, org):
 @pytest.fixture(scope="module")
 def strict(database_url, redis_url, data_dir):
     """The same store seen by an admin whose rule validator calls nothing 'near' below 0.99 similarity:
-    what the session's validator placed as a correction by similarity, this one calls a new branch. (A
+    what the session's validator placed as a correction by similarity, this one calls a new branch (and it
+    asks no learned second opinion, which looks past that bar). (A
     refinement that says all the old sentence says, and more, stays one at any similarity: restate.py.)"""
     f = Fabric.connect(database_url, redis_url, data_dir=data_dir, run_worker=False, auto_migrate=False,
-                       near_similarity=0.99)
+                       near_similarity=0.99, learned_second_opinion=False)
     yield f
     f.close()
 

@@ -168,6 +168,8 @@ class LLMValidator:
         self.client = client or openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
         self.stats = LLMStats()
         self._format = response_format()
+        # The rules' learned second opinion on what the pre-gate or the rules leave a new branch; from_settings.
+        self.pregate_opinion: RuleValidator | None = None
 
     @classmethod
     def from_settings(cls, settings: Any, *, rules_first: bool = True) -> LLMValidator:
@@ -180,13 +182,23 @@ class LLMValidator:
                 f"endpoint); or set FABRIC_VALIDATOR=rule")
         rules = None
         if rules_first:
-            from .rules import RuleValidator
-
             rules = RuleValidator(near_similarity=settings.near_similarity,
                                   duplicate_similarity=settings.duplicate_similarity)
-        return cls(base_url=settings.openai_base_url, api_key=settings.openai_api_key, model=settings.llm_model,
-                   timeout=settings.llm_timeout, max_attempts=settings.llm_max_attempts, rules=rules,
-                   near_similarity=settings.near_similarity)
+        validator = cls(base_url=settings.openai_base_url, api_key=settings.openai_api_key, model=settings.llm_model,
+                        timeout=settings.llm_timeout, max_attempts=settings.llm_max_attempts, rules=rules,
+                        near_similarity=settings.near_similarity)
+        if settings.learned_second_opinion:
+            validator.pregate_opinion = RuleValidator(near_similarity=settings.near_similarity,
+                                                      duplicate_similarity=settings.duplicate_similarity,
+                                                      second_opinion=True)
+        return validator
+
+    def reconsider(self, write: IncomingWrite, decision: Decision, candidates: Sequence[Candidate]) -> Decision:
+        """A new branch of the pre-gate ("nothing near" by similarity) or of the rules asked first gets the rules'
+        learned second opinion, as with the rule validator, with no request; what the model decided stands."""
+        if self.pregate_opinion is None or decision.validator not in ("pregate", "rule"):
+            return decision
+        return self.pregate_opinion.reconsider(write, decision, candidates)
 
     # ------------------------------------------------------------------ deciding
 

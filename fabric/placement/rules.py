@@ -185,7 +185,7 @@ class RuleValidator:
                  second_opinion: bool = False):
         self.near_similarity = near_similarity
         self.duplicate_similarity = duplicate_similarity
-        self.second_opinion = second_opinion  # experimental: learned.py where no reading matched
+        self.second_opinion = second_opinion  # learned.py looks again at what is left a new branch
 
     def decide(self, write: IncomingWrite, candidates: Sequence[Candidate]) -> Decision:
         new_words = words(write.content)
@@ -206,14 +206,6 @@ class RuleValidator:
                 continue  # the same kind of sentence about another subject or attribute: not a version
             decision = self._by_frame(write, new_words, c)
             if decision:
-                return with_text_keys(write, in_time(write, decision, candidates), candidates)
-        if self.second_opinion and not write.keyed:
-            from .learned import second_opinion
-
-            opinion = second_opinion(write.content, [c for c in near if c.id not in separate])
-            if opinion is not None:
-                decision = Decision(opinion.kind, opinion.target.id, f"no frame match; the learned second opinion "
-                                    f"reads a {opinion.kind} (p {opinion.probability:.2f})", 0.6, self.name)
                 return with_text_keys(write, in_time(write, decision, candidates), candidates)
         best = near[0].similarity if near else 0.0
         return with_text_keys(write, Decision("new_branch", None, f"no frame match among {len(near)} near memories "
@@ -250,6 +242,22 @@ class RuleValidator:
                             self.name), separate
         return Decision("contradiction_fork", c.id, f"the same fact {what} restated with another value: "
                         f"{st.old_value!r} -> {st.new_value!r} ({st.how})", 0.85, self.name, **keys), separate
+
+    def reconsider(self, write: IncomingWrite, decision: Decision, candidates: Sequence[Candidate]) -> Decision:
+        """The learned second opinion (learned.py) on a text-only write placed as a new branch, by these rules or
+        by the pre-gate's "nothing near": the neighbour it reads most surely as a version becomes the target. The
+        decision keeps who made the first one (the pre-gate's stays the pre-gate's: no validator was called)."""
+        if not self.second_opinion or write.keyed or decision.kind != "new_branch" or not candidates \
+                or decision.reason.startswith("exact repeat"):
+            return decision
+        from .learned import second_opinion
+
+        opinion = second_opinion(write.content, [(c, self.verdict(write, c)) for c in candidates])
+        if opinion is None:
+            return decision
+        found = Decision(opinion.kind, opinion.target.id, f"{decision.reason}; the learned second opinion reads a "
+                         f"{opinion.kind} (p {opinion.probability:.2f})", 0.6, decision.validator)
+        return with_text_keys(write, in_time(write, found, candidates), candidates)
 
     def verdict(self, write: IncomingWrite, c: Candidate) -> str:
         """How the write's statement stands to one neighbour's, as `_by_fact` reads it ("duplicate",

@@ -183,11 +183,18 @@ def _fingerprint(cands: Sequence[Candidate]) -> frozenset[tuple[uuid.UUID, int]]
 
 def decide(write: IncomingWrite, cands: Sequence[Candidate], validator: Validator, *,
            near_similarity: float) -> Decision:
+    # A validator that can look again at a new branch (the rules' learned second opinion) does so after the
+    # pre-gate too: "nothing near" by similarity is often a restatement in other words.
+    reconsider = getattr(validator, "reconsider", None)
     gated = pregate(write, cands, near_similarity=near_similarity)
     if gated is not None:
+        if reconsider is not None:
+            gated = check_decision(reconsider(write, gated, cands), cands)
         return keep_apart(write, gated, cands)
     started = time.perf_counter()
     decision = validator.decide(write, cands)
+    if reconsider is not None:
+        decision = reconsider(write, decision, cands)
     if decision.latency_ms is None:
         decision = decision.with_cost(latency_ms=(time.perf_counter() - started) * 1000)
     decision = keep_apart(write, check_decision(decision, cands), cands)

@@ -68,6 +68,7 @@ FEATURES = ("similarity", "words_shared", "words_old", "words_new", "words_jacca
             "change_new", "change_old", "also_new", "negation_differs", "first_person_both", "length_ratio",
             "old_words_all_said", "new_words_all_said", "relative_differs", "relative_new", "hypothetical_differs",
             "hypothetical_new", "past_differs", "past_new", "names_reordered", "reordered_same_voice",
+            "value_swapped", "value_swapped_in_shared_words",
             *(f"rules_{v}" for v in VERDICTS))
 
 
@@ -115,6 +116,9 @@ def features(old_text: str, new_text: str, similarity: float, verdict: str) -> t
     no, nn = _names(old_text), _names(new_text)
     fo, fn = _figures(old_text), _figures(new_text)
     reordered = _reordered(old_text, new_text)
+    first_person = bool(_FIRST_PERSON.search(old_text)) and bool(_FIRST_PERSON.search(new_text))
+    # one name or figure on each side that the other does not hold: a value swapped ("4th floor" / "floor 6")
+    swapped = bool((no - nn) or (fo - fn)) and bool((nn - no) or (fn - fo))
     return (
         similarity,
         len(wo & wn), len(wo - wn), len(wn - wo), len(wo & wn) / max(1, len(wo | wn)),
@@ -123,7 +127,7 @@ def features(old_text: str, new_text: str, similarity: float, verdict: str) -> t
         float(bool(_CHANGE.search(new_text))), float(bool(_CHANGE.search(old_text))),
         float(bool(_ALSO.search(new_text))),
         float(bool(_NEGATION.search(new_text)) != bool(_NEGATION.search(old_text))),
-        float(bool(_FIRST_PERSON.search(old_text)) and bool(_FIRST_PERSON.search(new_text))),
+        float(first_person),
         len(new_text) / max(1, len(old_text)),
         float(wo <= wn), float(wn <= wo),
         *_on_one_side(_RELATIVE, old_text, new_text),
@@ -131,6 +135,8 @@ def features(old_text: str, new_text: str, similarity: float, verdict: str) -> t
         *_on_one_side(_PAST, old_text, new_text),
         float(reordered),
         float(reordered and bool(_PASSIVE.search(old_text)) == bool(_PASSIVE.search(new_text))),
+        float(swapped),
+        float(swapped and bool(wo & wn) and (bool(no & nn) or not no and not nn or first_person)),
         *(float(verdict == v) for v in VERDICTS),
     )
 

@@ -1,7 +1,7 @@
 """Train the learned second opinion (fabric/placement/learned.py) and write placement_model.json.
 
-Training data: the open labelled pair sets (tests/data/placement_pairs.jsonl, _v2 .. _v6 and _v8) and the open
-conversational streams (stream_v5, stream_v6); never the blind v7 sets. Each pair gives one row: the features of
+Training data: the open labelled pair sets (tests/data/placement_pairs.jsonl, _v2 .. _v6, _v8 and _v9) and the
+open conversational streams (stream_v5, _v6, _v9); never the blind v7 sets. Each pair gives one row: the features of
 (existing, new), with the rules' verdict on the pair, and the pair's label. Each stream turn gives its nearest
 earlier turns (as the store would offer them) as new branches: every turn of a stream is a distinct fact, and
 the pair sets alone, all near misses, never show the model two facts that merely share a name or a date.
@@ -43,8 +43,8 @@ from fabric.write.apply import decide
 NEAR = 0.55
 SETS = (("v1", "placement_pairs.jsonl"), ("v2", "placement_pairs_v2.jsonl"), ("v3", "placement_pairs_v3.jsonl"),
         ("v4", "placement_pairs_v4.jsonl"), ("v5", "placement_pairs_v5.jsonl"), ("v6", "placement_pairs_v6.jsonl"),
-        ("v8", "placement_pairs_v8.jsonl"))
-STREAMS = (("s5", "stream_v5.jsonl"), ("s6", "stream_v6.jsonl"))
+        ("v8", "placement_pairs_v8.jsonl"), ("v9", "placement_pairs_v9.jsonl"))
+STREAMS = (("s5", "stream_v5.jsonl"), ("s6", "stream_v6.jsonl"), ("s9", "stream_v9.jsonl"))
 STREAM_NEIGHBOURS = 8  # as many as placement gathers (settings.neighbours_k)
 STREAM_TRAINED = 3     # of them, the nearest ones train the model
 STEPS, RATE, L2 = 3000, 0.3, 0.002

@@ -55,7 +55,7 @@ class Settings(BaseSettings):
     # At or above this similarity with no differing words of substance, a paraphrase is a duplicate.
     duplicate_similarity: float = 0.92
     # Where the rules (or the pre-gate) leave a text-only write a new branch, a small learned model
-    # (fabric/placement/learned.py) may still read it as a version of a neighbour: blind v7 pairs 82 -> 109 of
+    # (fabric/placement/learned.py) may still read it as a version of a neighbour: blind v7 pairs 82 -> 100 of
     # 150 with no more wrong invalidations (docs/bench/learned_second_opinion.md). Off: the rules alone.
     learned_second_opinion: bool = True
     # Seconds a placement job may run before RQ kills and retries it; with the LLM validator more (job_timeout_for).

@@ -169,7 +169,7 @@ class LLMValidator:
         self.stats = LLMStats()
         self._format = response_format()
         # The rules' learned second opinion on what the pre-gate or the rules leave a new branch; from_settings.
-        self.pregate_opinion: RuleValidator | None = None
+        self.learned_opinion: RuleValidator | None = None
 
     @classmethod
     def from_settings(cls, settings: Any, *, rules_first: bool = True) -> LLMValidator:
@@ -188,7 +188,7 @@ class LLMValidator:
                         timeout=settings.llm_timeout, max_attempts=settings.llm_max_attempts, rules=rules,
                         near_similarity=settings.near_similarity)
         if settings.learned_second_opinion:
-            validator.pregate_opinion = RuleValidator(near_similarity=settings.near_similarity,
+            validator.learned_opinion = RuleValidator(near_similarity=settings.near_similarity,
                                                       duplicate_similarity=settings.duplicate_similarity,
                                                       second_opinion=True)
         return validator
@@ -196,9 +196,9 @@ class LLMValidator:
     def reconsider(self, write: IncomingWrite, decision: Decision, candidates: Sequence[Candidate]) -> Decision:
         """A new branch of the pre-gate ("nothing near" by similarity) or of the rules asked first gets the rules'
         learned second opinion, as with the rule validator, with no request; what the model decided stands."""
-        if self.pregate_opinion is None or decision.validator not in ("pregate", "rule"):
+        if self.learned_opinion is None or decision.validator not in ("pregate", "rule"):
             return decision
-        return self.pregate_opinion.reconsider(write, decision, candidates)
+        return self.learned_opinion.reconsider(write, decision, candidates)
 
     # ------------------------------------------------------------------ deciding
 

@@ -186,6 +186,9 @@ class RuleValidator:
         self.near_similarity = near_similarity
         self.duplicate_similarity = duplicate_similarity
         self.second_opinion = second_opinion  # learned.py looks again at what is left a new branch
+        # The last text-only write's verdict on each neighbour (`_by_fact`), for `reconsider` to reuse: pure
+        # readings of the two texts, so a stale entry can only be another write's, which the id tells apart.
+        self._verdicts: tuple[uuid.UUID | None, dict[uuid.UUID, str]] = (None, {})
 
     def decide(self, write: IncomingWrite, candidates: Sequence[Candidate]) -> Decision:
         new_words = words(write.content)
@@ -218,8 +221,11 @@ class RuleValidator:
         decision, if a neighbour states the same fact, and the neighbours that state another one."""
         found: list[tuple[str, Candidate, Statement]] = []
         separate: set[uuid.UUID] = set()
+        verdicts: dict[uuid.UUID, str] = {}
+        self._verdicts = (write.id, verdicts)
         for c in near:
             verdict, stated = self._compare(c, write)
+            verdicts[c.id] = verdict
             if verdict == "separate":
                 separate.add(c.id)
             elif verdict != "unknown" and stated is not None:
@@ -252,7 +258,9 @@ class RuleValidator:
             return decision
         from .learned import second_opinion
 
-        opinion = second_opinion(write.content, [(c, self.verdict(write, c)) for c in candidates])
+        seen_for, seen = self._verdicts
+        known = seen if seen_for == write.id else {}
+        opinion = second_opinion(write.content, [(c, known.get(c.id) or self.verdict(write, c)) for c in candidates])
         if opinion is None:
             return decision
         found = Decision(opinion.kind, opinion.target.id, f"{decision.reason}; the learned second opinion reads a "
